@@ -1,0 +1,231 @@
+"""Finding, choosing and caching backends.
+
+Backends are found the way third-party plugins are: the entry-point group `ndlite.backends`
+maps a name to a factory (`factory(device: str | None) -> Backend`). A short built-in table
+does the same for the backends that ship with ndlite, so a source checkout on PYTHONPATH
+(where no entry points are installed) still finds them. `register_backend` adds one at run time.
+
+The default backend comes from `NDLITE_BACKEND` (read at first use, not at import):
+`numpy` (the default), `cupy`, `cupy:1`, `opencl`, `opencl:0`, `opencl:cpu`, `opencl:gpu`,
+or `auto` (the best available, announced once on stderr). A backend that cannot run raises
+`BackendUnavailableError` with the reason and the fix; there is never a silent fallback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import sys
+import warnings
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from ..errors import BackendUnavailableError
+from .protocol import Backend
+
+ENV_VAR = "NDLITE_BACKEND"
+ENTRY_POINT_GROUP = "ndlite.backends"
+
+#: name -> "module:attribute" of the factory, for the backends that ship with ndlite
+BUILTIN = {
+    "numpy": "ndlite_numpy:NumpyBackend",
+    "cupy": "ndlite_cupy:CupyBackend",
+    "opencl": "ndlite_opencl:OpenCLBackend",
+}
+#: extras that install each built-in backend's dependencies
+INSTALL_HINT = {
+    "cupy": "pip install 'ndlite[cuda12]' or 'ndlite[cuda13]' (matching your CUDA driver)",
+    "opencl": "pip install 'ndlite[pocl]' for a CPU device, or 'ndlite[opencl]' with a vendor driver",
+}
+#: the order `auto` tries
+AUTO_ORDER = ("cupy", "opencl:gpu", "numpy")
+
+_factories: dict[str, Callable | str] = {}
+_broken: dict[str, str] = {}
+_instances: dict[tuple[str, str | None], Backend] = {}
+_default: Backend | None = None
+_stack: list[Backend] = []
+_discovered = False
+
+
+def _discover() -> None:
+    """Fill the factory table from entry points, then the built-in table (once)."""
+    global _discovered
+    if _discovered:
+        return
+    _discovered = True
+    try:
+        from importlib.metadata import entry_points
+
+        for ep in entry_points(group=ENTRY_POINT_GROUP):
+            _factories.setdefault(ep.name, ep.value)
+    except Exception as exc:  # a broken environment must not break ndlite
+        warnings.warn(f"ndlite: could not read entry points: {exc}", stacklevel=2)
+    for name, target in BUILTIN.items():
+        _factories.setdefault(name, target)
+
+
+def _source_checkout_path() -> None:
+    """Make `backends/` importable when ndlite runs from a source checkout on PYTHONPATH."""
+    backends = Path(__file__).resolve().parents[2] / "backends"
+    if backends.is_dir() and str(backends) not in sys.path:
+        sys.path.append(str(backends))
+
+
+def _load_factory(name: str) -> Callable:
+    target = _factories[name]
+    if callable(target):
+        return target
+    module_name, _, attr = target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name != module_name:
+            raise
+        _source_checkout_path()
+        module = importlib.import_module(module_name)
+    factory = getattr(module, attr)
+    _factories[name] = factory
+    return factory
+
+
+def register_backend(name: str, factory: Callable) -> None:
+    """Add (or replace) a backend: `factory(device: str | None)` returns a Backend.
+
+    >>> import ndlite
+    >>> ndlite.register_backend("mynumpy", lambda device: ndlite.get_backend("numpy"))
+    """
+    _discover()
+    if not name.isidentifier():
+        raise ValueError(f"register_backend: name {name!r} must be an identifier")
+    _factories[name] = factory
+    _broken.pop(name, None)
+    for key in [k for k in _instances if k[0] == name]:
+        del _instances[key]
+
+
+def known_backends() -> list[str]:
+    """Names of every backend ndlite knows about, available or not."""
+    _discover()
+    return sorted(_factories)
+
+
+def parse_spec(spec: str) -> tuple[str, str | None]:
+    """`"cupy:1"` -> `("cupy", "1")`; `"numpy"` -> `("numpy", None)`."""
+    name, sep, device = spec.strip().partition(":")
+    return name.strip().lower(), (device.strip() or None) if sep else None
+
+
+def get_backend(spec: str | Backend | None = None) -> Backend:
+    """The backend for `spec` ("numpy", "cupy:1", a Backend), or the current default.
+
+    >>> get_backend("numpy").name
+    'numpy'
+    """
+    if spec is None:
+        return current_backend()
+    if isinstance(spec, Backend):
+        return spec
+    if not isinstance(spec, str):
+        raise TypeError(f"get_backend: expected a backend name, got {type(spec).__name__}")
+    name, device = parse_spec(spec)
+    if name == "auto":
+        return _auto()
+    key = (name, device)
+    backend = _instances.get(key)
+    if backend is not None:
+        return backend
+    _discover()
+    if name not in _factories:
+        raise BackendUnavailableError(
+            name, f"no backend of that name is known (known: {', '.join(known_backends())})",
+            "check the spelling, or install the package that provides it",
+        )
+    try:
+        factory = _load_factory(name)
+    except ModuleNotFoundError as exc:
+        raise BackendUnavailableError(
+            name, f"its package could not be imported ({exc})", INSTALL_HINT.get(name, "")
+        ) from exc
+    except Exception as exc:  # a broken plugin: report it, never crash discovery
+        _broken[name] = f"{type(exc).__name__}: {exc}"
+        raise BackendUnavailableError(name, f"its plugin failed to load ({_broken[name]})") from exc
+    backend = factory(device)
+    if not isinstance(backend, Backend):
+        raise TypeError(f"backend factory {name!r} returned {type(backend).__name__}, not a Backend")
+    _instances[key] = backend
+    _instances.setdefault((name, backend.name.partition(":")[2] or None), backend)
+    return backend
+
+
+def _auto() -> Backend:
+    tried = []
+    for spec in AUTO_ORDER:
+        try:
+            backend = get_backend(spec)
+        except BackendUnavailableError as exc:
+            tried.append(f"{spec}: {exc.reason}")
+            continue
+        print(f"ndlite: NDLITE_BACKEND=auto chose {backend.name} ({backend.device_name()})",
+              file=sys.stderr)
+        return backend
+    raise BackendUnavailableError("auto", "; ".join(tried))
+
+
+def current_backend() -> Backend:
+    """The backend new tensors go to: the innermost `using(...)`, else the default."""
+    if _stack:
+        return _stack[-1]
+    global _default
+    if _default is None:
+        _default = get_backend(os.environ.get(ENV_VAR, "").strip() or "numpy")
+    return _default
+
+
+def set_backend(spec: str | Backend) -> Backend:
+    """Make `spec` the default backend for new tensors; returns it.
+
+    >>> import ndlite
+    >>> ndlite.set_backend("numpy").name
+    'numpy'
+    """
+    global _default
+    _default = get_backend(spec)
+    return _default
+
+
+@contextlib.contextmanager
+def using(spec: str | Backend) -> Iterator[Backend]:
+    """Within the block, new tensors go to `spec`.
+
+    >>> import ndlite
+    >>> with ndlite.using("numpy"):
+    ...     ndlite.zeros(2).device
+    'numpy'
+    """
+    backend = get_backend(spec)
+    _stack.append(backend)
+    try:
+        yield backend
+    finally:
+        _stack.pop()
+
+
+def probe(name: str) -> tuple[Backend | None, str]:
+    """Try to start backend `name`; returns (backend, "") or (None, why not)."""
+    try:
+        return get_backend(name), ""
+    except BackendUnavailableError as exc:
+        return None, exc.reason + (f". Fix: {exc.fix}" if exc.fix else "")
+    except Exception as exc:  # noqa: BLE001 - info must list a broken backend, not crash
+        return None, f"{type(exc).__name__}: {exc}"
+
+
+def synchronize(spec: str | Backend | None = None) -> None:
+    """Wait for queued work on `spec` (default: every backend started so far)."""
+    if spec is not None:
+        get_backend(spec).synchronize()
+        return
+    for backend in set(_instances.values()):
+        backend.synchronize()

@@ -1,0 +1,5 @@
+"""Neural-network building blocks (PyTorch's names): `ndlite.nn.functional` for now."""
+
+from . import functional
+
+__all__ = ["functional"]

@@ -1,0 +1,183 @@
+"""Applying an op: operand checks, dtype promotion, then forward and graph recording.
+
+This is the hot path of every tensor operation, so it is written flat: one function per arity,
+a fast path for same-shape same-dtype operands, and slow checks (broadcast shapes, promotion)
+only when they can matter. Errors are raised before anything is computed, so a failed op
+changes nothing.
+"""
+
+from __future__ import annotations
+
+import numbers
+from functools import lru_cache
+
+import numpy as np
+
+from .. import autograd
+from ..dtypes import bool_, default_float, promote, scalar_dtype
+from ..errors import DeviceMismatchError, DTypeError, ShapeError
+from ..tensor import Tensor
+
+_make = Tensor._make
+_SCALARS = (int, float, bool)
+
+
+@lru_cache(maxsize=4096)
+def broadcast_shapes(a: tuple, b: tuple, op: str = "op") -> tuple:
+    """The NumPy broadcast of two shapes, or a ShapeError naming the op and both shapes."""
+    n = max(len(a), len(b))
+    pa, pb = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
+    out = []
+    for i, (x, y) in enumerate(zip(pa, pb)):
+        if x == y or y == 1:
+            out.append(x)
+        elif x == 1:
+            out.append(y)
+        else:
+            raise ShapeError(
+                f"{op}: shapes {a} and {b} cannot be broadcast together "
+                f"(dim {i - n}: {x} vs {y})"
+            )
+    return tuple(out)
+
+
+def as_scalar(value, op: str):
+    """A Python number from `value`, or None if it is not a scalar."""
+    if isinstance(value, _SCALARS):
+        return value
+    if isinstance(value, np.generic) and not isinstance(value, np.complexfloating):
+        return value.item()
+    if isinstance(value, numbers.Real):
+        return float(value)
+    return None
+
+
+def as_tensor_like(value, like: Tensor, op: str) -> Tensor:
+    """`value` (a list, an array) as a tensor on `like`'s backend."""
+    from ..creation import tensor
+
+    try:
+        return tensor(value, backend=like._backend)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{op}: cannot use a {type(value).__name__} as an operand: {exc}") from None
+
+
+def check_same_backend(op: str, *tensors: Tensor) -> None:
+    first = tensors[0]._backend
+    for t in tensors[1:]:
+        if t._backend is not first:
+            raise DeviceMismatchError(
+                f"{op}: tensors are on different backends: {first.name} {tensors[0].shape} and "
+                f"{t._backend.name} {t.shape}; move one with .to({first.name!r})"
+            )
+
+
+def cast(t: Tensor, dtype) -> Tensor:
+    """`t` as `dtype` (differentiable between float dtypes)."""
+    from .elementwise import astype
+
+    return astype(t, dtype)
+
+
+def _dtype_rule(op, dtype, opname):
+    """The dtype `op` computes in, given its inputs' promoted dtype."""
+    rule = op.dtype_rule
+    if rule is None:
+        return dtype
+    if rule == "float":
+        return dtype if dtype.kind == "f" else default_float
+    if rule == "no_bool" and dtype is bool_:
+        raise DTypeError(f"{opname} is not supported on bool tensors; use logical ops "
+                         f"(~, &, |, ^) or cast with .long() / .float()")
+    if rule == "integral" and dtype.kind == "f":
+        raise DTypeError(f"{opname} needs bool or integer tensors, got {dtype}")
+    return dtype
+
+
+def unary(op, x: Tensor, **params) -> Tensor:
+    """Apply a one-input op."""
+    dtype = x._data.dtype
+    if op.dtype_rule is not None:
+        want = _dtype_rule(op, dtype, op.name)
+        if want is not dtype:
+            x = cast(x, want)
+    backend = x._backend
+    out = _make(op.forward(backend, x._data, **params), backend)
+    if x._rg and autograd.grad_enabled and op.differentiable:
+        autograd.record(op, (x,), out, params or None)
+    return out
+
+
+def binary(op, a, b) -> Tensor:
+    """Apply a two-input op; either input may be a Python scalar (not both)."""
+    if type(a) is Tensor and type(b) is Tensor:
+        da, db = a._data, b._data
+        if a._backend is not b._backend:
+            check_same_backend(op.name, a, b)
+        if da.dtype is not db.dtype or op.dtype_rule is not None:
+            dtype = _dtype_rule(op, promote(da.dtype, db.dtype), op.name)
+            if da.dtype is not dtype:
+                a = cast(a, dtype)
+                da = a._data
+            if db.dtype is not dtype:
+                b = cast(b, dtype)
+                db = b._data
+        if da.shape != db.shape:
+            broadcast_shapes(da.shape, db.shape, op.name)
+        backend = a._backend
+        out = _make(op.forward(backend, da, db), backend)
+        if (a._rg or b._rg) and autograd.grad_enabled and op.differentiable:
+            autograd.record(op, (a, b), out)
+        return out
+    if isinstance(a, Tensor):
+        t, s, t_first = a, b, True
+    elif isinstance(b, Tensor):
+        t, s, t_first = b, a, False
+    else:
+        raise TypeError(f"{op.name}: needs at least one tensor operand")
+    value = as_scalar(s, op.name)
+    if value is None:
+        other = as_tensor_like(s, t, op.name)
+        return binary(op, t, other) if t_first else binary(op, other, t)
+    dtype = _dtype_rule(op, scalar_dtype(t._data.dtype, value), op.name)
+    if dtype is not t._data.dtype:
+        t = cast(t, dtype)
+    backend = t._backend
+    if t_first:
+        out = _make(op.forward(backend, t._data, value), backend)
+    else:
+        out = _make(op.forward(backend, value, t._data), backend)
+    if t._rg and autograd.grad_enabled and op.differentiable:
+        autograd.record(op, (t, value) if t_first else (value, t), out)
+    return out
+
+
+def nary(op, tensors, **params) -> Tensor:
+    """Apply an op over a list of tensors that need no promotion (cat, stack, matmul, ...)."""
+    backend = tensors[0]._backend
+    for t in tensors:
+        if t._backend is not backend:
+            check_same_backend(op.name, *tensors)
+    out = _make(op.forward(backend, *[t._data for t in tensors], **params), backend)
+    if autograd.grad_enabled and op.differentiable and any(t._rg for t in tensors):
+        autograd.record(op, tuple(tensors), out, params or None)
+    return out
+
+
+@lru_cache(maxsize=4096)
+def _unbroadcast_plan(grad_shape: tuple, shape: tuple) -> tuple:
+    lead = len(grad_shape) - len(shape)
+    axes = tuple(range(lead)) + tuple(
+        lead + i for i, n in enumerate(shape) if n == 1 and grad_shape[lead + i] != 1
+    )
+    return axes
+
+
+def unbroadcast(grad: Tensor, shape: tuple) -> Tensor:
+    """Sum `grad` down to `shape`: the gradient of broadcasting an input of that shape."""
+    if grad.shape == shape:
+        return grad
+    axes = _unbroadcast_plan(grad.shape, shape)
+    from .reduce import sum as _sum
+
+    return _sum(grad, dim=axes).reshape(shape)

@@ -1,0 +1,451 @@
+"""Indexing: `x[key]` and `x[key] = value` with NumPy's rules, plus gather / scatter_add / take.
+
+Basic keys (ints, slices, None, ...) give views through the backend's `slice` primitive.
+Advanced keys (integer arrays, lists, boolean masks, integer tensors) are resolved on the host:
+indices are checked against the shape *before* anything reaches the device (a GPU would
+otherwise read out of bounds), boolean masks become integer positions, and the selection
+becomes one `take` along a dim (or along the flattened advanced dims). Everything is
+differentiable: the adjoint of `take`/`gather` is `scatter_add`, and of a slice, writing the
+gradient into zeros.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from .. import autograd
+from ..dtypes import int64
+from ..errors import DTypeError, ShapeError
+from ..tensor import Tensor, _dim
+from .dispatch import check_same_backend, nary, unary, unbroadcast
+from .movement import reshape, share_version
+from .registry import EXACT, Op, Spec, declare, register
+
+# ---- basic slicing ----------------------------------------------------------------------------
+
+
+@register
+class Slice(Op):
+    name = "slice"
+    spec = Spec("getitem", call="ndlite.testing.calls:getitem", tol=EXACT,
+                params={"advanced": False})
+
+    @staticmethod
+    def forward(b, x, key):
+        return b.slice(x, key)
+
+    @staticmethod
+    def backward(node, grad):
+        return unary(SliceGrad, grad, key=node.params["key"], shape=node.shapes[0])
+
+
+@register
+class SliceGrad(Op):
+    """The adjoint of a slice: zeros of the input's shape with the gradient written in."""
+
+    name = "slice_grad"
+    spec = Spec("getitem", call="ndlite.testing.calls:slice_grad", tol=EXACT,
+                params={"advanced": False})
+
+    @staticmethod
+    def forward(b, grad, key, shape):
+        out = b.full(shape, 0, grad.dtype)
+        b.assign(b.slice(out, key), grad)
+        return out
+
+    @staticmethod
+    def backward(node, grad):
+        return basic_slice(grad, node.params["key"])
+
+
+def basic_slice(x: Tensor, key: tuple) -> Tensor:
+    """A view for a normalized basic key (see `Backend.slice`)."""
+    return share_version(unary(Slice, x, key=key), x)
+
+
+def _normalize_slice(s: slice, n: int) -> slice:
+    start, stop, step = s.indices(n)
+    if step < 0 and stop < 0:
+        stop = None  # a negative step that runs past index 0
+    return slice(start, stop, step)
+
+
+def _normalize_int(i: int, n: int, dim: int, shape) -> int:
+    if not -n <= i < n:
+        raise IndexError(f"getitem: index {i} is out of bounds for dim {dim} with size {n} "
+                         f"(shape {shape})")
+    return i % n
+
+
+# ---- parsing a key ----------------------------------------------------------------------------
+
+
+def _classify(item):
+    """("int" | "slice" | "none" | "ellipsis" | "array" | "mask", value)"""
+    if item is None:
+        return "none", None
+    if item is Ellipsis:
+        return "ellipsis", None
+    if isinstance(item, slice):
+        for v in (item.start, item.stop, item.step):
+            if v is not None and not isinstance(v, numbers.Integral):
+                raise TypeError(f"getitem: slice bounds must be integers, got {item}")
+        if item.step == 0:
+            raise ValueError("getitem: slice step cannot be zero")
+        return "slice", item
+    if isinstance(item, bool):
+        raise TypeError("getitem: a Python bool is not a valid index; use a bool tensor mask")
+    if isinstance(item, numbers.Integral):
+        return "int", int(item)
+    if isinstance(item, Tensor):
+        array = item._backend.to_numpy(item._data)
+    else:
+        array = np.asarray(item)
+    if array.dtype == np.bool_:
+        return "mask", array
+    if array.dtype.kind in "iu" or (array.size == 0 and array.dtype.kind == "f"):
+        if array.ndim == 0 and not isinstance(item, (Tensor, np.ndarray)):
+            return "int", int(array)
+        return "array", array.astype(np.int64)
+    raise DTypeError(f"getitem: indices must be integers, slices, None, ..., or integer/bool "
+                     f"arrays, got {array.dtype}")
+
+
+def parse_key(key, shape: tuple):
+    """Split `key` into one entry per consumed dim: (kind, value) with kinds int, slice, none,
+    array (advanced int64 array). Masks become integer arrays; the Ellipsis is expanded."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    items = [_classify(k) for k in key]
+    consumed = sum(1 if kind in ("int", "slice", "array") else
+                   (v.ndim if kind == "mask" else 0) for kind, v in items)
+    if consumed > len(shape):
+        raise IndexError(f"getitem: too many indices for a tensor of shape {shape}: "
+                         f"{consumed} were given")
+    ellipses = [i for i, (kind, _) in enumerate(items) if kind == "ellipsis"]
+    if len(ellipses) > 1:
+        raise IndexError("getitem: an index can only have a single ellipsis ('...')")
+    fill = [("slice", slice(None))] * (len(shape) - consumed)
+    if ellipses:
+        items = items[:ellipses[0]] + fill + items[ellipses[0] + 1:]
+    else:
+        items = items + fill
+    out, dim = [], 0
+    for kind, v in items:
+        if kind == "mask":
+            if v.shape != shape[dim:dim + v.ndim]:
+                raise IndexError(f"getitem: mask of shape {v.shape} does not match the indexed "
+                                 f"dims {shape[dim:dim + v.ndim]} of shape {shape}")
+            out.extend(("array", a) for a in np.nonzero(v))
+            dim += v.ndim
+        else:
+            out.append((kind, v))
+            dim += kind != "none"
+    return out
+
+
+def _basic_key(parsed, shape) -> tuple:
+    key, dim = [], 0
+    for kind, v in parsed:
+        if kind == "none":
+            key.append(None)
+            continue
+        n = shape[dim]
+        key.append(_normalize_int(v, n, dim, shape) if kind == "int" else _normalize_slice(v, n))
+        dim += 1
+    return tuple(key)
+
+
+def _view_key(parsed, shape, op: str):
+    """The basic key of the view that advanced indexing works on, and its advanced dims.
+
+    Every entry keeps a dim in the view (ints and arrays as full slices, None as a new dim),
+    so entry i is view dim i. Returns (key, advanced dims, broadcast non-negative indices).
+    """
+    key, arrays, adv, dim = [], [], [], 0
+    for kind, v in parsed:
+        if kind == "none":
+            key.append(None)
+            continue
+        n = shape[dim]
+        if kind == "slice":
+            key.append(_normalize_slice(v, n))
+        else:
+            a = np.asarray(v, dtype=np.int64)
+            if a.size and (a.min() < -n or a.max() >= n):
+                bad = a[(a < -n) | (a >= n)].flat[0]
+                raise IndexError(f"{op}: index {bad} is out of bounds for dim {dim} with size "
+                                 f"{n} (shape {shape})")
+            key.append(slice(0, n, 1))
+            arrays.append(np.where(a < 0, a + n, a))
+            adv.append(len(key) - 1)
+        dim += 1
+    try:
+        arrays = np.broadcast_arrays(*arrays)
+    except ValueError:
+        raise IndexError(f"{op}: shape mismatch: index arrays of shapes "
+                         f"{[a.shape for a in arrays]} cannot be broadcast together") from None
+    return tuple(key), adv, arrays
+
+
+def _advanced_positions(view_shape: tuple, adv: list, arrays: list):
+    """Linear (row-major) positions in the view of every selected element, laid out in the
+    result's shape. NumPy's rule: adjacent advanced dims stay in place, else they go first."""
+    strides = [1] * len(view_shape)
+    for d in range(len(view_shape) - 2, -1, -1):
+        strides[d] = strides[d + 1] * view_shape[d + 1]
+    batch = arrays[0].shape
+    others = [d for d in range(len(view_shape)) if d not in adv]
+    adjacent = adv == list(range(adv[0], adv[0] + len(adv)))
+    before = [d for d in others if adjacent and d < adv[0]]
+    after = [d for d in others if d not in before]
+    shape = tuple(view_shape[d] for d in before) + batch + tuple(view_shape[d] for d in after)
+    nd = len(shape)
+
+    def place(values, at):
+        return values.reshape((1,) * at + values.shape + (1,) * (nd - at - values.ndim))
+
+    pos = np.zeros(shape, dtype=np.int64)
+    for a, d in zip(arrays, adv):
+        pos += place(a * strides[d], len(before))
+    for j, d in enumerate(before):
+        pos += place(np.arange(view_shape[d]) * strides[d], j)
+    for j, d in enumerate(after):
+        pos += place(np.arange(view_shape[d]) * strides[d], len(before) + len(batch) + j)
+    return pos
+
+
+def _device_index(x: Tensor, host: np.ndarray) -> Tensor:
+    return Tensor._make(x._backend.from_numpy(np.ascontiguousarray(host, dtype=np.int64)),
+                        x._backend)
+
+
+def getitem(x: Tensor, key) -> Tensor:
+    """`x[key]` with NumPy semantics: basic keys give views; integer arrays, lists, bool masks
+    and integer tensors select copies. Differentiable either way.
+
+    >>> import ndlite
+    >>> x = ndlite.arange(12).reshape(3, 4)
+    >>> x[1].tolist(), x[:, [0, 3]].tolist(), x[x > 9].tolist()
+    ([4, 5, 6, 7], [[0, 3], [4, 7], [8, 11]], [10, 11])
+    """
+    parsed = parse_key(key, x.shape)
+    if not any(kind == "array" for kind, _ in parsed):
+        return basic_slice(x, _basic_key(parsed, x.shape))
+    k, adv, arrays = _view_key(parsed, x.shape, "getitem")
+    y = basic_slice(x, k)
+    if len(adv) == 1:  # one index array: a single take along its dim
+        p, batch = adv[0], arrays[0].shape
+        out = take(y, _device_index(y, arrays[0].reshape(-1)), p)
+        return reshape(out, y.shape[:p] + batch + y.shape[p + 1:])
+    pos = _advanced_positions(y.shape, adv, arrays)
+    out = take(reshape(y, (-1,)), _device_index(y, pos.reshape(-1)), 0)
+    return reshape(out, pos.shape)
+
+
+# ---- gather, scatter_add, take ----------------------------------------------------------------
+
+
+@register
+class Gather(Op):
+    name = "gather"
+    spec = Spec("gather", tol=EXACT)
+
+    @staticmethod
+    def forward(b, x, index, axis):
+        return b.gather(x, index, axis)
+
+    @staticmethod
+    def backward(node, grad):
+        index = node.saved[1]
+        axis = node.params["axis"]
+        return scatter_add(index, grad, axis, node.shapes[0][axis]), None
+
+    save_inputs = True
+
+
+@register
+class ScatterAdd(Op):
+    name = "scatter_add"
+    spec = Spec("scatter_add", tol=EXACT)
+    save_inputs = True
+
+    @staticmethod
+    def forward(b, index, values, axis, size):
+        return b.scatter_add(index, values, axis, size)
+
+    @staticmethod
+    def backward(node, grad):
+        index = node.saved[0]
+        return None, gather(grad, index, node.params["axis"])
+
+
+def _check_index(index: Tensor, size: int, op: str, shape) -> None:
+    if index.dtype.kind not in "iu":
+        raise DTypeError(f"{op}: index must be an integer tensor, got {index.dtype}")
+    if index.numel():
+        host = index._backend.to_numpy(index._data)
+        lo, hi = int(host.min()), int(host.max())
+        if lo < 0 or hi >= size:
+            raise IndexError(f"{op}: index {lo if lo < 0 else hi} is out of bounds for a dim of "
+                             f"size {size} (shape {shape})")
+
+
+def gather(x: Tensor, index: Tensor, dim: int) -> Tensor:
+    """`out[i][j] = x[i][index[i][j]]` along `dim` (torch.gather); `index` has x's number of
+    dims, and its other sizes equal x's or are 1."""
+    axis = _dim(dim, x.ndim, "gather")
+    if index.ndim != x.ndim or any(i != a and i != 1 for d, (i, a) in
+                                   enumerate(zip(index.shape, x.shape)) if d != axis):
+        raise ShapeError(f"gather: index of shape {index.shape} does not fit input of shape "
+                         f"{x.shape} along dim {dim}")
+    _check_index(index, x.shape[axis], "gather", x.shape)
+    index = index.to(int64)
+    return nary(Gather, [x, index], axis=axis)
+
+
+def scatter_add(index: Tensor, values: Tensor, dim: int, size: int) -> Tensor:
+    """The adjoint of gather: zeros of `values.shape` with `size` along `dim`, plus
+    `out[..., index[..., j, ...], ...] += values[..., j, ...]` (deterministic)."""
+    axis = _dim(dim, values.ndim, "scatter_add")
+    if index.ndim != values.ndim or any(i != v and i != 1 for i, v in
+                                        zip(index.shape, values.shape)):
+        raise ShapeError(f"scatter_add: index of shape {index.shape} does not fit values of "
+                         f"shape {values.shape}")
+    _check_index(index, size, "scatter_add", values.shape)
+    index = index.to(int64)
+    return nary(ScatterAdd, [index, values], axis=axis, size=int(size))
+
+
+def take(x: Tensor, index: Tensor, dim: int) -> Tensor:
+    """The slices of `x` at the 1-D `index` along `dim` (torch.index_select)."""
+    axis = _dim(dim, x.ndim, "take")
+    if index.ndim != 1:
+        raise ShapeError(f"take: index must be 1-D, got shape {index.shape}")
+    shape = [1] * x.ndim
+    shape[axis] = index.shape[0]
+    index = reshape(index, tuple(shape))
+    return gather(x, index, axis)
+
+
+def index_select(x: Tensor, dim: int, index) -> Tensor:
+    """`x` restricted to `index` along `dim`."""
+    if not isinstance(index, Tensor):
+        index = Tensor._make(x._backend.from_numpy(np.asarray(index, dtype=np.int64)),
+                             x._backend)
+    return take(x, index, dim)
+
+
+# ---- writing: x[key] = value ------------------------------------------------------------------
+
+
+def _write(b, view, value, positions, shape, dtype) -> None:
+    """Write `value` (a buffer or a number) into `view` at `positions` (None: all of it)."""
+    if positions is None:
+        b.assign(view, value)
+        return
+    n = positions.shape[0]
+    if hasattr(value, "shape"):
+        flat = b.reshape(b.broadcast_to(value, shape), (n,))
+    else:
+        flat = b.full((n,), value, dtype)
+    b.put(view, positions, flat)
+
+
+@register
+class IndexPut(Op):
+    """out = a copy of x with out[key] = value: the functional form of `x[key] = value`."""
+
+    name = "index_put"
+    spec = Spec("index_put", call="ndlite.testing.calls:index_put", tol=EXACT)
+
+    @staticmethod
+    def forward(b, x, value, key, positions, shape):
+        out = b.copy(x)
+        _write(b, b.slice(out, key), value, positions, shape, x.dtype)
+        return out
+
+    @staticmethod
+    def backward(node, grad):
+        p = node.params
+        gx = gv = None
+        if node.next[0] is not None:  # the overwritten elements get no gradient
+            gx = index_put(grad, 0.0, p)
+        if node.next[1] is not None:
+            gv = unbroadcast(_select(grad, p), node.shapes[1])
+        return gx, gv
+
+
+def _select(grad: Tensor, p: dict) -> Tensor:
+    """grad[key] for the key an IndexPut wrote through."""
+    view = basic_slice(grad, p["key"])
+    if p["positions"] is None:
+        return view
+    out = take(reshape(view, (-1,)), Tensor._make(p["positions"], grad._backend), 0)
+    return reshape(out, p["shape"])
+
+
+def index_put(x: Tensor, value, plan: dict) -> Tensor:
+    """A copy of `x` with `value` written where `plan` (from `write_plan`) says."""
+    data = value._data if isinstance(value, Tensor) else value
+    out = Tensor._make(IndexPut.forward(x._backend, x._data, data, plan["key"],
+                                        plan["positions"], plan["shape"]), x._backend)
+    if autograd.grad_enabled and (x._rg or (isinstance(value, Tensor) and value._rg)):
+        autograd.record(IndexPut, (x, value), out, plan)
+    return out
+
+
+def write_plan(x: Tensor, key) -> dict:
+    """Where `x[key] = ...` writes: the basic key of a view, the linear positions in that view
+    (a device buffer, None for a basic key), and the shape the value must broadcast to."""
+    parsed = parse_key(key, x.shape)
+    if not any(kind == "array" for kind, _ in parsed):
+        k = _basic_key(parsed, x.shape)
+        return {"key": k, "positions": None, "shape": x._backend.slice(x._data, k).shape}
+    k, adv, arrays = _view_key(parsed, x.shape, "setitem")
+    pos = _advanced_positions(x._backend.slice(x._data, k).shape, adv, arrays)
+    return {"key": k, "positions": x._backend.from_numpy(np.ascontiguousarray(pos.reshape(-1))),
+            "shape": pos.shape}
+
+
+def setitem(x: Tensor, key, value) -> None:
+    """`x[key] = value`: in place, through views too; differentiable for non-leaf tensors.
+
+    >>> import ndlite
+    >>> x = ndlite.zeros(2, 3)
+    >>> x[0, [0, 2]] = 5.0
+    >>> x.tolist()
+    [[5.0, 0.0, 5.0], [0.0, 0.0, 0.0]]
+    """
+    from .dispatch import as_scalar, broadcast_shapes
+    from .inplace import check_inplace, commit
+
+    check_inplace(x, "setitem")
+    plan = write_plan(x, key)
+    if not isinstance(value, Tensor) and as_scalar(value, "setitem") is None:
+        from ..creation import tensor
+
+        value = tensor(value, dtype=x.dtype, backend=x._backend)
+    if isinstance(value, Tensor):
+        check_same_backend("setitem", x, value)
+        if broadcast_shapes(value.shape, plan["shape"], "setitem") != plan["shape"]:
+            raise ShapeError(f"setitem: value of shape {value.shape} cannot be broadcast to the "
+                             f"indexed shape {plan['shape']}")
+        value = value.to(x.dtype)
+    else:
+        value = as_scalar(value, "setitem")
+    if autograd.grad_enabled and (x._rg or (isinstance(value, Tensor) and value._rg)):
+        old = Tensor._make(x._data, x._backend, x._node, x._rg)
+        commit(x, index_put(old, value, plan))
+        return
+    data = value._data if isinstance(value, Tensor) else value
+    b = x._backend
+    _write(b, b.slice(x._data, plan["key"]), data, plan["positions"], plan["shape"], x.dtype)
+    x._bump()
+
+
+declare("getitem", Spec("getitem", call="ndlite.testing.calls:getitem", tol=EXACT,
+                        params={"advanced": True}))
+declare("take", Spec("take", tol=EXACT, call="ndlite:index_select"))

@@ -1,0 +1,158 @@
+"""Matrix products: matmul (1-D, 2-D, batched with broadcast batch dims), mm, bmm, dot, and
+linear (x @ weight.T + bias as one op: one node instead of three on the hot path of every
+fully connected layer)."""
+
+from __future__ import annotations
+
+from ..errors import DTypeError, ShapeError
+from ..tensor import Tensor
+from .dispatch import broadcast_shapes, nary, unbroadcast
+from .registry import SCALED, Op, Spec, declare, register
+
+
+def _mT(x: Tensor) -> Tensor:
+    return x.transpose(-2, -1)
+
+
+@register
+class Matmul(Op):
+    name = "matmul"
+    spec = Spec("matmul", tol=SCALED, second_order=True)
+    save_inputs = True
+
+    @staticmethod
+    def forward(b, x, y):
+        return b.matmul(x, y)
+
+    @staticmethod
+    def backward(node, grad):
+        x, y = node.saved
+        gx = unbroadcast(grad @ _mT(y), node.shapes[0]) if node.next[0] is not None else None
+        gy = unbroadcast(_mT(x) @ grad, node.shapes[1]) if node.next[1] is not None else None
+        return gx, gy
+
+
+def _operands(a, b, op: str):
+    from .dispatch import cast
+    from ..dtypes import promote
+
+    if not isinstance(a, Tensor) or not isinstance(b, Tensor):
+        raise TypeError(f"{op}: both operands must be tensors")
+    if a.dtype.kind == "b" or b.dtype.kind == "b":
+        raise DTypeError(f"{op}: bool tensors are not supported (shapes {a.shape} and {b.shape})")
+    if a.dtype != b.dtype:
+        dtype = promote(a.dtype, b.dtype)
+        a, b = cast(a, dtype), cast(b, dtype)
+    return a, b
+
+
+def matmul(a: Tensor, b: Tensor) -> Tensor:
+    """The matrix product with NumPy's rules: 1-D operands are vectors, more than 2 dims are
+    batches of matrices whose batch dims broadcast.
+
+    >>> import ndlite
+    >>> (ndlite.ones(5, 2, 3) @ ndlite.ones(3, 4)).shape
+    (5, 2, 4)
+    """
+    a, b = _operands(a, b, "matmul")
+    if a.ndim == 0 or b.ndim == 0:
+        raise ShapeError(f"matmul: both operands need at least 1 dim, got shapes {a.shape} "
+                         f"and {b.shape}")
+    k_a = a.shape[-1]
+    k_b = b.shape[-2] if b.ndim > 1 else b.shape[0]
+    if k_a != k_b:
+        raise ShapeError(f"matmul: shapes {a.shape} and {b.shape} are not aligned: "
+                         f"{k_a} != {k_b}")
+    if a.ndim > 2 or b.ndim > 2:
+        broadcast_shapes(a.shape[:-2], b.shape[:-2] if b.ndim > 1 else (), "matmul")
+    if a.ndim >= 2 and b.ndim >= 2:
+        return nary(Matmul, [a, b])
+    out = nary(Matmul, [a.unsqueeze(0) if a.ndim == 1 else a,
+                        b.unsqueeze(-1) if b.ndim == 1 else b])
+    if b.ndim == 1:
+        out = out.squeeze(-1)
+    if a.ndim == 1:
+        out = out.squeeze(-2 if b.ndim > 1 else -1)
+    return out
+
+
+def rmatmul(a, b) -> Tensor:
+    return matmul(b, a)
+
+
+def mm(a: Tensor, b: Tensor) -> Tensor:
+    """The product of two matrices (2-D only)."""
+    if a.ndim != 2 or b.ndim != 2:
+        raise ShapeError(f"mm: both operands must be 2-D, got shapes {a.shape} and {b.shape}")
+    return matmul(a, b)
+
+
+def bmm(a: Tensor, b: Tensor) -> Tensor:
+    """Batched product of two 3-D tensors with one batch size."""
+    if a.ndim != 3 or b.ndim != 3 or a.shape[0] != b.shape[0]:
+        raise ShapeError(f"bmm: expected two 3-D tensors with one batch size, got shapes "
+                         f"{a.shape} and {b.shape}")
+    return matmul(a, b)
+
+
+def dot(a: Tensor, b: Tensor) -> Tensor:
+    """The inner product of two vectors."""
+    if a.ndim != 1 or b.ndim != 1:
+        raise ShapeError(f"dot: both operands must be 1-D, got shapes {a.shape} and {b.shape}")
+    return matmul(a, b)
+
+
+@register
+class Linear(Op):
+    name = "linear"
+    spec = Spec("linear", call="ndlite.nn.functional:linear", tol=SCALED, second_order=True)
+    save_inputs = True
+
+    @staticmethod
+    def forward(b, x, weight, bias=None):
+        out = b.matmul(x, b.permute(weight, (1, 0)))
+        return out if bias is None else b.add(out, bias)
+
+    @staticmethod
+    def backward(node, grad):
+        x, weight = node.saved[0], node.saved[1]
+        grads = [None] * len(node.next)
+        if node.next[0] is not None:
+            grads[0] = grad @ weight
+        if node.next[1] is not None:
+            in_features = weight.shape[1]
+            grads[1] = grad.reshape(-1, weight.shape[0]).T @ x.reshape(-1, in_features)
+        if len(node.next) > 2 and node.next[2] is not None:
+            grads[2] = unbroadcast(grad, node.shapes[2])
+        return tuple(grads)
+
+
+def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """x @ weight.T + bias, for x of shape (..., in_features) and weight (out, in).
+
+    >>> import ndlite
+    >>> ndlite.nn.functional.linear(ndlite.ones(4, 3), ndlite.ones(2, 3)).tolist()[0]
+    [3.0, 3.0]
+    """
+    tensors = [x, weight] if bias is None else [x, weight, bias]
+    if weight.ndim != 2:
+        raise ShapeError(f"linear: weight must be 2-D (out_features, in_features), got "
+                         f"{weight.shape}")
+    if x.ndim == 0 or x.shape[-1] != weight.shape[1]:
+        raise ShapeError(f"linear: input of shape {x.shape} does not fit weight of shape "
+                         f"{weight.shape}: {x.shape[-1] if x.ndim else 'no'} != {weight.shape[1]}")
+    if bias is not None and bias.shape != (weight.shape[0],):
+        raise ShapeError(f"linear: bias must have shape ({weight.shape[0]},), got {bias.shape}")
+    dtype = x.dtype
+    for t in tensors:
+        if t.dtype != dtype or t.dtype.kind != "f":
+            raise DTypeError(f"linear: input, weight and bias must share one floating dtype, "
+                             f"got {[str(t.dtype) for t in tensors]}")
+    if x.ndim == 1:
+        return linear(x.unsqueeze(0), weight, bias).squeeze(0)
+    return nary(Linear, tensors)
+
+
+declare("mm", Spec("matmul", tol=SCALED, params={"ndim": (2, 2)}))
+declare("bmm", Spec("matmul", tol=SCALED, params={"ndim": (3, 3), "same_batch": True}))
+declare("dot", Spec("matmul", tol=SCALED, params={"ndim": (1, 1)}))

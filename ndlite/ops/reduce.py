@@ -1,0 +1,285 @@
+"""Reductions: sum, mean, var, std, max, min, argmax, argmin, logsumexp, all, any.
+
+`dim` is an int, a tuple of ints or None (every dim), `keepdim` keeps reduced dims as size 1,
+as in PyTorch. The gradient of max/min goes to the first extremal element in row-major order
+(the index convention of argmax), found again from the saved input at backward time.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections import namedtuple
+
+from ..dtypes import bool_, int64
+from ..errors import DTypeError, ShapeError
+from ..tensor import Tensor, _dim
+from .dispatch import unary
+from .registry import EXACT, TRANSCENDENTAL, Op, Spec, declare, register
+
+MaxResult = namedtuple("max", ["values", "indices"])
+MinResult = namedtuple("min", ["values", "indices"])
+
+
+def axes_of(dim, ndim: int, op: str) -> tuple:
+    """`dim` (None, an int, a sequence) as a sorted tuple of non-negative axes."""
+    if dim is None:
+        return tuple(range(ndim))
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    axes = tuple(sorted({_dim(d, ndim, op) for d in dims})) if ndim else ()
+    if len(axes) != len(dims) and ndim:
+        raise ShapeError(f"{op}: dim {dim} repeats a dimension")
+    return axes
+
+
+def kept_shape(shape: tuple, axes: tuple) -> tuple:
+    """`shape` with the reduced axes set to 1 (the keepdim shape)."""
+    return tuple(1 if i in axes else n for i, n in enumerate(shape))
+
+
+def _expand_back(grad: Tensor, node) -> Tensor:
+    """A reduction's output gradient broadcast back over the input's shape."""
+    shape = node.shapes[0]
+    if not node.params["keepdims"]:
+        grad = grad.reshape(kept_shape(shape, node.params["axes"]))
+    return grad.expand(shape)
+
+
+@register
+class Sum(Op):
+    name = "sum"
+    spec = Spec("reduce", second_order=True)
+
+    @staticmethod
+    def forward(b, x, axes, keepdims):
+        return b.sum(x, axes, keepdims)
+
+    @staticmethod
+    def backward(node, grad):
+        return _expand_back(grad, node)
+
+
+def sum(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:  # noqa: A001
+    """Sum over `dim` (all dims by default). Integer and bool tensors sum to int64.
+
+    >>> import ndlite
+    >>> ndlite.tensor([[1.0, 2.0], [3.0, 4.0]]).sum(dim=0).tolist()
+    [4.0, 6.0]
+    """
+    axes = axes_of(dim, x.ndim, "sum")
+    if dtype is not None:
+        x = x.to(dtype)
+    elif x.dtype.kind != "f":
+        x = x.to(int64)
+    return unary(Sum, x, axes=axes, keepdims=bool(keepdim))
+
+
+def _count(x: Tensor, axes: tuple) -> int:
+    n = 1
+    for a in axes:
+        n *= x.shape[a]
+    return n
+
+
+def mean(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    """Mean over `dim` (all dims by default); floating tensors only, as in PyTorch."""
+    if x.dtype.kind != "f":
+        raise DTypeError(f"mean: needs a floating tensor, got {x.dtype} (shape {x.shape}); "
+                         "use .float() first")
+    axes = axes_of(dim, x.ndim, "mean")
+    return sum(x, axes, keepdim) / _count(x, axes)
+
+
+def var(x: Tensor, dim=None, keepdim: bool = False, correction: int = 1,
+        unbiased: bool | None = None) -> Tensor:
+    """Variance over `dim` with Bessel's correction by default (`correction=1`)."""
+    if unbiased is not None:
+        correction = 1 if unbiased else 0
+    if x.dtype.kind != "f":
+        raise DTypeError(f"var: needs a floating tensor, got {x.dtype}")
+    axes = axes_of(dim, x.ndim, "var")
+    centered = x - mean(x, axes, keepdim=True)
+    return sum(centered * centered, axes, keepdim) / builtins.max(_count(x, axes) - correction, 0)
+
+
+def std(x: Tensor, dim=None, keepdim: bool = False, correction: int = 1,
+        unbiased: bool | None = None) -> Tensor:
+    """Standard deviation: the square root of `var`."""
+    return var(x, dim, keepdim, correction, unbiased).sqrt()
+
+
+def _extremum_backward(node, grad, pick):
+    """Send each output gradient to the first extremal element of its reduced group."""
+    from .indexing import scatter_add
+
+    x = node.saved[0]
+    axes = node.params["axes"]
+    shape = x.shape
+    rest = [d for d in range(len(shape)) if d not in axes]
+    order = rest + list(axes)
+    lead = tuple(shape[d] for d in rest)
+    size = _count(x, axes)
+    flat = x.detach().permute(order).reshape(lead + (size,))
+    index = pick(flat, dim=-1, keepdim=True)
+    g = grad.reshape(lead + (1,))
+    gx = scatter_add(index, g, dim=len(lead), size=size)
+    inverse = [order.index(d) for d in range(len(shape))]
+    return gx.reshape(lead + tuple(shape[d] for d in axes)).permute(inverse)
+
+
+def _check_nonempty(x: Tensor, axes: tuple, op: str) -> None:
+    if builtins.any(x.shape[a] == 0 for a in axes) or (not axes and x.numel() == 0):
+        raise ShapeError(f"{op}: cannot reduce over an empty dimension (shape {x.shape})")
+
+
+@register
+class Amax(Op):
+    name = "amax"
+    spec = Spec("reduce", tol=EXACT, kinks="distinct")
+    save_inputs = True
+
+    @staticmethod
+    def forward(b, x, axes, keepdims):
+        return b.max(x, axes, keepdims)
+
+    @staticmethod
+    def backward(node, grad):
+        return _extremum_backward(node, grad, argmax)
+
+
+@register
+class Amin(Op):
+    name = "amin"
+    spec = Spec("reduce", tol=EXACT, kinks="distinct")
+    save_inputs = True
+
+    @staticmethod
+    def forward(b, x, axes, keepdims):
+        return b.min(x, axes, keepdims)
+
+    @staticmethod
+    def backward(node, grad):
+        return _extremum_backward(node, grad, argmin)
+
+
+def amax(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    """Maximum over `dim` (an int or tuple; all dims by default)."""
+    axes = axes_of(dim, x.ndim, "amax")
+    _check_nonempty(x, axes, "amax")
+    return unary(Amax, x, axes=axes, keepdims=bool(keepdim))
+
+
+def amin(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    """Minimum over `dim` (an int or tuple; all dims by default)."""
+    axes = axes_of(dim, x.ndim, "amin")
+    _check_nonempty(x, axes, "amin")
+    return unary(Amin, x, axes=axes, keepdims=bool(keepdim))
+
+
+def max(x: Tensor, dim=None, keepdim: bool = False):  # noqa: A001 - torch.max
+    """`x.max()`: the largest value. `x.max(dim)`: (values, indices) along dim.
+    `ndlite.max(a, b)` with a tensor `b`: the elementwise maximum.
+
+    >>> import ndlite
+    >>> v, i = ndlite.tensor([[1.0, 5.0], [7.0, 2.0]]).max(dim=1)
+    >>> v.tolist(), i.tolist()
+    ([5.0, 7.0], [1, 0])
+    """
+    if isinstance(dim, Tensor):
+        from .elementwise import maximum
+
+        return maximum(x, dim)
+    if dim is None:
+        return amax(x)
+    return MaxResult(amax(x, dim, keepdim), argmax(x, dim, keepdim))
+
+
+def min(x: Tensor, dim=None, keepdim: bool = False):  # noqa: A001 - torch.min
+    """`x.min()`, `x.min(dim)` -> (values, indices), or `ndlite.min(a, b)` elementwise."""
+    if isinstance(dim, Tensor):
+        from .elementwise import minimum
+
+        return minimum(x, dim)
+    if dim is None:
+        return amin(x)
+    return MinResult(amin(x, dim, keepdim), argmin(x, dim, keepdim))
+
+
+def _arg(x: Tensor, dim, keepdim: bool, op: str, primitive: str) -> Tensor:
+    if dim is None:
+        if x.numel() == 0:
+            raise ShapeError(f"{op}: cannot take the {op} of an empty tensor")
+        flat = x._backend.reshape(x._data, (x.numel(),))
+        out = getattr(x._backend, primitive)(flat, 0, False)
+        if keepdim:
+            out = x._backend.reshape(out, (1,) * x.ndim)
+        return Tensor._make(out, x._backend)
+    axis = _dim(dim, x.ndim, op)
+    _check_nonempty(x, (axis,), op)
+    data = x._data if x.ndim else x._backend.reshape(x._data, (1,))
+    return Tensor._make(getattr(x._backend, primitive)(data, axis, bool(keepdim) and x.ndim > 0),
+                        x._backend)
+
+
+def argmax(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    """Index of the first maximum (over the flattened tensor if `dim` is None)."""
+    return _arg(x, dim, keepdim, "argmax", "argmax")
+
+
+def argmin(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    """Index of the first minimum (over the flattened tensor if `dim` is None)."""
+    return _arg(x, dim, keepdim, "argmin", "argmin")
+
+
+def logsumexp(x: Tensor, dim, keepdim: bool = False) -> Tensor:
+    """log(sum(exp(x), dim)), without overflow.
+
+    >>> import ndlite
+    >>> round(ndlite.tensor([1000.0, 1000.0]).logsumexp(0).item(), 3)
+    1000.693
+    """
+    if x.dtype.kind != "f":
+        x = x.float()
+    axes = axes_of(dim, x.ndim, "logsumexp")
+    _check_nonempty(x, axes, "logsumexp")
+    shift = amax(x.detach(), axes, keepdim=True)
+    from .elementwise import where
+
+    shift = where(shift.abs() < float("inf"), shift, 0.0)  # an all -inf row stays -inf
+    out = (x - shift).exp().sum(axes, keepdim=True).log() + shift
+    if not keepdim:
+        out = out.reshape(tuple(n for i, n in enumerate(x.shape) if i not in axes))
+    return out
+
+
+def all(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001
+    """Whether every element (along `dim`) is true/nonzero."""
+    b = x if x.dtype is bool_ else x != 0
+    axes = axes_of(dim, x.ndim, "all")
+    if b.numel() == 0:
+        from ..creation import ones
+
+        return ones(kept_shape(x.shape, axes) if keepdim else
+                    tuple(n for i, n in enumerate(x.shape) if i not in axes),
+                    dtype=bool_, backend=x._backend)
+    return Tensor._make(x._backend.min(b._data, axes, bool(keepdim)), x._backend)
+
+
+def any(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001
+    """Whether some element (along `dim`) is true/nonzero."""
+    b = x if x.dtype is bool_ else x != 0
+    axes = axes_of(dim, x.ndim, "any")
+    if b.numel() == 0:
+        from ..creation import zeros
+
+        return zeros(kept_shape(x.shape, axes) if keepdim else
+                     tuple(n for i, n in enumerate(x.shape) if i not in axes),
+                     dtype=bool_, backend=x._backend)
+    return Tensor._make(x._backend.max(b._data, axes, bool(keepdim)), x._backend)
+
+
+declare("mean", Spec("reduce", second_order=True))
+declare("var", Spec("reduce", tol=TRANSCENDENTAL, params={"min_count": 2}))
+declare("std", Spec("reduce", tol=TRANSCENDENTAL, kinks="distinct", params={"min_count": 2}))
+declare("logsumexp", Spec("reduce", tol=TRANSCENDENTAL, params={"dim_required": True}))
+declare("argmax", Spec("reduce", tol=EXACT, grad=False, params={"single_dim": True}))
+declare("argmin", Spec("reduce", tol=EXACT, grad=False, params={"single_dim": True}))

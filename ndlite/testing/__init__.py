@@ -1,0 +1,14 @@
+"""ndlite's testing kit: samplers drawn from each op's spec, the tolerance policy, gradchecks.
+
+It is a public part of the library (like `chainer.testing`): backend authors use it to prove
+their backend right. Needs the `test` extra (hypothesis, pytest).
+"""
+
+from .gradcheck import GradcheckError, gradcheck, gradgradcheck
+from .kinks import MARGIN
+from .profiles import register_profiles
+from .samplers import SAMPLERS, Case, sampler, strategy
+from .tolerance import Verdict, judge
+
+__all__ = ["Case", "GradcheckError", "MARGIN", "SAMPLERS", "Verdict", "gradcheck",
+           "gradgradcheck", "judge", "register_profiles", "sampler", "strategy"]
