@@ -198,3 +198,142 @@ class Backend:
         if x.dtype == np.dtype(bool):
             return self.argmax(self.eq(x, False), axis, keepdims)
         return self.argmax(self.neg(x), axis, keepdims)
+
+    # ---- optional fast paths for neural networks --------------------------------------------
+    # Fallbacks live in fallbacks.py (composed from the required primitives; they are the
+    # specification). Conventions shared by all of them:
+    # - images are NCHW; a weight is (O, C // groups, kh, kw);
+    # - kernel_size, stride, padding and dilation are (h, w) pairs of ints, already checked:
+    #   kernel_size, stride, dilation >= 1, padding >= 0 (symmetric zero padding: the op pads
+    #   asymmetric 'same' cases itself), and every output size >= 1;
+    # - gradients are gathered per input element in a fixed order: deterministic, no atomics;
+    # - results are new buffers (or views) of the input's dtype; inputs are never written,
+    #   except by the optimizer steps, which update their `param` and state buffers in place.
+
+    def conv2d(self, x: Buffer, weight: Buffer, stride: tuple, padding: tuple,
+               dilation: tuple, groups: int) -> Buffer:
+        """2-D cross-correlation, PyTorch's conv2d without bias:
+        `out[n, o, i, j] = sum_{c, p, q} x_padded[n, g*Cg + c, i*sh + p*dh, j*sw + q*dw]
+        * weight[o, c, p, q]` with g = o // (O // groups), Cg = C // groups.
+        Shapes: x (N, C, H, W), weight (O, C // groups, kh, kw) -> (N, O, OH, OW),
+        OH = (H + 2 ph - dh (kh - 1) - 1) // sh + 1 (likewise OW).
+        Fallback: im2col (strided views of the padded input) + one batched matmul."""
+        from . import fallbacks
+
+        return fallbacks.conv2d(self, x, weight, stride, padding, dilation, groups)
+
+    def conv2d_grad_input(self, grad_output: Buffer, weight: Buffer, input_shape: tuple,
+                          stride: tuple, padding: tuple, dilation: tuple,
+                          groups: int) -> Buffer:
+        """The gradient of conv2d with respect to x: (N, C, H, W) = `input_shape`.
+        grad_output is (N, O, OH, OW). Input elements no window reaches (when the strides do
+        not divide evenly) get 0. Fallback: weight^T @ grad_output, then col2im (each kernel
+        offset adds into a strided view of the padded result, in row-major offset order)."""
+        from . import fallbacks
+
+        return fallbacks.conv2d_grad_input(self, grad_output, weight, input_shape, stride,
+                                           padding, dilation, groups)
+
+    def conv2d_grad_weight(self, x: Buffer, grad_output: Buffer, weight_shape: tuple,
+                           stride: tuple, padding: tuple, dilation: tuple,
+                           groups: int) -> Buffer:
+        """The gradient of conv2d with respect to the weight: (O, C // groups, kh, kw) =
+        `weight_shape`, summed over the batch. Fallback: grad_output @ im2col(x)^T per image,
+        summed over images."""
+        from . import fallbacks
+
+        return fallbacks.conv2d_grad_weight(self, x, grad_output, weight_shape, stride,
+                                            padding, dilation, groups)
+
+    def max_pool2d(self, x: Buffer, kernel_size: tuple, stride: tuple, padding: tuple,
+                   dilation: tuple, ceil_mode: bool) -> tuple:
+        """2-D max pooling of a float x (N, C, H, W): returns (values, indices), both
+        (N, C, OH, OW); indices are int64 positions `h * W + w` in the unpadded input plane
+        (PyTorch's convention). The padding is -inf and never wins. A tie goes to the first
+        maximal element of the window in row-major order (smallest kernel row, then column).
+        OH = pool_output_size(H, kh, sh, ph, dh, ceil_mode) (fallbacks.py: with ceil_mode the
+        last window may run past the input, but starts inside it or its left padding)."""
+        from . import fallbacks
+
+        return fallbacks.max_pool2d(self, x, kernel_size, stride, padding, dilation, ceil_mode)
+
+    def max_pool2d_grad(self, grad_output: Buffer, indices: Buffer, input_shape: tuple,
+                        kernel_size: tuple, stride: tuple, padding: tuple, dilation: tuple,
+                        ceil_mode: bool) -> Buffer:
+        """The gradient of max_pool2d: (N, C, H, W) = `input_shape`, where each input element
+        sums grad_output over the windows whose index points at it. The geometry is given so
+        a device can gather per input element over just the windows covering it. Fallback:
+        scatter_add along the flattened plane (itself deterministic)."""
+        from . import fallbacks
+
+        return fallbacks.max_pool2d_grad(self, grad_output, indices, input_shape, kernel_size,
+                                         stride, padding, dilation, ceil_mode)
+
+    def avg_pool2d(self, x: Buffer, kernel_size: tuple, stride: tuple, padding: tuple,
+                   ceil_mode: bool, count_include_pad: bool) -> Buffer:
+        """2-D average pooling of x (N, C, H, W) -> (N, C, OH, OW) (pool sizes as in
+        max_pool2d, dilation 1). Each window's sum is divided by
+        `fallbacks.avg_pool2d_divisor`: with count_include_pad the window's size clipped to
+        the padded input, else the number of input elements in it (PyTorch's rule)."""
+        from . import fallbacks
+
+        return fallbacks.avg_pool2d(self, x, kernel_size, stride, padding, ceil_mode,
+                                    count_include_pad)
+
+    def avg_pool2d_grad(self, grad_output: Buffer, input_shape: tuple, kernel_size: tuple,
+                        stride: tuple, padding: tuple, ceil_mode: bool,
+                        count_include_pad: bool) -> Buffer:
+        """The gradient of avg_pool2d: (N, C, H, W) = `input_shape`; each input element
+        gathers grad_output / divisor over the windows covering it."""
+        from . import fallbacks
+
+        return fallbacks.avg_pool2d_grad(self, grad_output, input_shape, kernel_size, stride,
+                                         padding, ceil_mode, count_include_pad)
+
+    def log_softmax(self, x: Buffer, axis: int) -> Buffer:
+        """`x - max - log(sum(exp(x - max)))` along `axis` (a non-negative dim), float only.
+        Fallback: exactly that formula from the primitives."""
+        from . import fallbacks
+
+        return fallbacks.log_softmax(self, x, axis)
+
+    # Optimizer steps update `param` and their state buffers in place (same shape and dtype as
+    # param; a state buffer that is None is not used). Hyperparameters are Python floats. They
+    # follow PyTorch's documented update rules (fallbacks.py spells each one out).
+
+    def sgd_step(self, param: Buffer, grad: Buffer, momentum_buffer: Buffer | None, lr: float,
+                 momentum: float, dampening: float, nesterov: bool, weight_decay: float,
+                 first_step: bool) -> None:
+        """g = grad + weight_decay * param; with momentum: buf = g on the first step, else
+        buf = momentum * buf + (1 - dampening) * g; then g = g + momentum * buf (nesterov) or
+        g = buf; finally param -= lr * g. momentum_buffer is None when momentum == 0."""
+        from . import fallbacks
+
+        fallbacks.sgd_step(self, param, grad, momentum_buffer, lr, momentum, dampening,
+                           nesterov, weight_decay, first_step)
+
+    def rmsprop_step(self, param: Buffer, grad: Buffer, square_avg: Buffer,
+                     grad_avg: Buffer | None, momentum_buffer: Buffer | None, lr: float,
+                     alpha: float, eps: float, momentum: float, weight_decay: float) -> None:
+        """g = grad + weight_decay * param; v = alpha v + (1 - alpha) g^2; centered (grad_avg
+        given): a = alpha a + (1 - alpha) g, avg = sqrt(v - a^2) + eps, else avg = sqrt(v) + eps;
+        with momentum_buffer: buf = momentum buf + g / avg, param -= lr buf; else
+        param -= lr g / avg."""
+        from . import fallbacks
+
+        fallbacks.rmsprop_step(self, param, grad, square_avg, grad_avg, momentum_buffer, lr,
+                               alpha, eps, momentum, weight_decay)
+
+    def adam_step(self, param: Buffer, grad: Buffer, exp_avg: Buffer, exp_avg_sq: Buffer,
+                  max_exp_avg_sq: Buffer | None, step: int, lr: float, beta1: float,
+                  beta2: float, eps: float, weight_decay: float,
+                  decoupled_weight_decay: bool) -> None:
+        """Adam (decoupled_weight_decay=False: g = grad + weight_decay * param) and AdamW
+        (True: param *= 1 - lr * weight_decay first). m = beta1 m + (1 - beta1) g;
+        v = beta2 v + (1 - beta2) g^2; amsgrad (max_exp_avg_sq given): vmax = max(vmax, v) is
+        used for v; param -= lr / (1 - beta1^step) * m / (sqrt(v) / sqrt(1 - beta2^step) + eps).
+        `step` counts from 1."""
+        from . import fallbacks
+
+        fallbacks.adam_step(self, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, lr,
+                            beta1, beta2, eps, weight_decay, decoupled_weight_decay)
