@@ -1,7 +1,8 @@
 """The NumPy backend: ndlite on the CPU, and the reference every other backend is checked against.
 
 Everything comes from the shared xp base; this file only makes NumPy's ufuncs return arrays
-for 0-d inputs and swaps in NumPy's faster reduction entry points.
+for 0-d inputs, swaps in NumPy's faster reduction entry points, and plugs in the fast paths
+of nn.py (im2col convolution, reshape max pooling).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from functools import partial
 import numpy as np
 
 from ndlite.device import BackendUnavailableError, XpBackend
+
+from . import nn
 
 try:  # NumPy >= 2.3: `out=...` makes a ufunc return an array, never a scalar
     np.add(np.zeros(()), 0, out=...)
@@ -69,3 +72,33 @@ class NumpyBackend(XpBackend):
 
     def min(self, x, axes, keepdims):
         return np.asarray(np.minimum.reduce(x, axis=axes, keepdims=keepdims))
+
+    # ---- neural-network fast paths (nn.py); geometries nn.py does not cover fall back -----
+
+    def conv2d(self, x, weight, stride, padding, dilation, groups):
+        return nn.conv2d(x, weight, stride, padding, dilation, groups)
+
+    def conv2d_grad_input(self, grad_output, weight, input_shape, stride, padding, dilation,
+                          groups):
+        return nn.conv2d_grad_input(grad_output, weight, input_shape, stride, padding,
+                                    dilation, groups)
+
+    def conv2d_grad_weight(self, x, grad_output, weight_shape, stride, padding, dilation,
+                           groups):
+        return nn.conv2d_grad_weight(x, grad_output, weight_shape, stride, padding, dilation,
+                                     groups)
+
+    def max_pool2d(self, x, kernel_size, stride, padding, dilation, ceil_mode):
+        out = nn.max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode)
+        if out is None:
+            return super().max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode)
+        return out
+
+    def max_pool2d_grad(self, grad_output, indices, input_shape, kernel_size, stride, padding,
+                        dilation, ceil_mode):
+        out = nn.max_pool2d_grad(grad_output, indices, input_shape, kernel_size, stride,
+                                 padding, dilation, ceil_mode)
+        if out is None:
+            return super().max_pool2d_grad(grad_output, indices, input_shape, kernel_size,
+                                           stride, padding, dilation, ceil_mode)
+        return out

@@ -7,11 +7,14 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
+import ndlite_numpy.nn
+
 from ndlite.device import fallbacks, get_backend
 
 import nn_reference as ref
 
 B = get_backend("numpy")
+DEFAULT_LAYOUT = ndlite_numpy.nn.PER_IMAGE_MIN_POSITIONS
 
 
 class Direct:
@@ -42,8 +45,17 @@ def conv_geometry(draw):
 
 
 @pytest.mark.parametrize("impl", IMPLEMENTATIONS)
+@pytest.mark.parametrize("layout", [0, 10**9], ids=["per-image", "flat"])
 @given(case=conv_geometry())
-def test_conv2d_forward_and_grads(impl, case):
+def test_conv2d_forward_and_grads(impl, layout, case):
+    ndlite_numpy.nn.PER_IMAGE_MIN_POSITIONS = layout  # both NumPy layouts (restored below)
+    try:
+        _check_conv(impl, case)
+    finally:
+        ndlite_numpy.nn.PER_IMAGE_MIN_POSITIONS = DEFAULT_LAYOUT
+
+
+def _check_conv(impl, case):
     x, weight, p = case
     b = IMPLEMENTATIONS[impl]
     args = (p["stride"], p["padding"], p["dilation"], p["groups"])
@@ -61,9 +73,12 @@ def test_conv2d_forward_and_grads(impl, case):
 @st.composite
 def pool_geometry(draw, dilation=True):
     kh, kw = draw(st.integers(1, 3)), draw(st.integers(1, 3))
-    sh, sw = draw(st.integers(1, 3)), draw(st.integers(1, 3))
-    dh, dw = (draw(st.integers(1, 2)), draw(st.integers(1, 2))) if dilation else (1, 1)
-    ph, pw = draw(st.integers(0, kh // 2)), draw(st.integers(0, kw // 2))
+    if draw(st.booleans()):  # windows that tile the input (the NumPy reshape fast path)
+        (sh, sw), (dh, dw), (ph, pw) = (kh, kw), (1, 1), (0, 0)
+    else:
+        sh, sw = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+        dh, dw = (draw(st.integers(1, 2)), draw(st.integers(1, 2))) if dilation else (1, 1)
+        ph, pw = draw(st.integers(0, kh // 2)), draw(st.integers(0, kw // 2))
     ceil_mode = draw(st.booleans())
     h = draw(st.integers(max(1, dh * (kh - 1) + 1 - 2 * ph), 7))
     w = draw(st.integers(max(1, dw * (kw - 1) + 1 - 2 * pw), 7))
