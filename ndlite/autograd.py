@@ -86,6 +86,8 @@ class enable_grad(set_grad_enabled):
         super().__init__(True)
 
 
+Tensor = None  # set by ndlite.tensor once the class exists (avoids an import cycle)
+
 # ---- graph nodes ------------------------------------------------------------------------------
 
 
@@ -145,17 +147,22 @@ def version_of(t) -> tuple:
 
 
 def record(op, inputs: Sequence, out, params=None):
-    """Attach a node for `op` to tensor `out` if grad mode is on and an input requires grad.
-
-    `inputs` are the op's operands (Tensors, or Python scalars, which get no gradient).
-    Returns `out`.
-    """
-    next = tuple(edge(t) if hasattr(t, "_node") else None for t in inputs)
-    node = Node(op, next, out._backend,
-                tuple(t.shape if hasattr(t, "_node") else () for t in inputs), params)
+    """Attach a node for `op` to tensor `out`: called by ops when grad mode is on and an
+    input requires grad. `inputs` are the op's operands (Tensors, or Python scalars, which
+    get no gradient). Returns `out`."""
+    next, shapes = [], []
+    for t in inputs:
+        if t.__class__ is Tensor:
+            node = t._node
+            next.append(node if node is not None else (t if t._rg else None))
+            shapes.append(t._data.shape)
+        else:
+            next.append(None)
+            shapes.append(())
+    node = Node(op, tuple(next), out._backend, tuple(shapes), params)
     if op.save_inputs:
         node.saved = tuple(inputs)
-        node.versions = tuple(version_of(t) for t in inputs if hasattr(t, "_node"))
+        node.versions = tuple(version_of(t) for t in inputs if t.__class__ is Tensor)
     if op.save_output:
         node.out_data = out._data
         node.versions += (version_of(out),)

@@ -12,6 +12,9 @@ from __future__ import annotations
 import numpy as np
 
 from . import autograd
+from .device.protocol import Backend
+from .device.registry import get_backend
+from .dtypes import as_dtype
 from .errors import DTypeError, ShapeError
 
 
@@ -223,8 +226,11 @@ class Tensor:
 
     def __repr__(self) -> str:
         values = self._backend.to_numpy(self._data)
+        integral = values.dtype.kind != "f" or not values.size or bool(
+            np.all(np.isfinite(values) & (values == np.round(values))))
+        # like torch: "1., 2." for whole numbers, else four decimals
         body = np.array2string(values, separator=", ", prefix="tensor(", threshold=1000,
-                               precision=4, floatmode="maxprec")
+                               precision=4, floatmode="maxprec" if integral else "fixed")
         extras = []
         if self._backend.name != "numpy":
             extras.append(f"device='{self._backend.name}'")
@@ -242,11 +248,6 @@ class Tensor:
     def to(self, *args, dtype=None, backend=None, device=None, copy: bool = False) -> Tensor:
         """Another backend and/or dtype: `t.to("cupy")`, `t.to(ndlite.float64)`,
         `t.to("opencl", ndlite.float32)`. Differentiable; returns self when nothing changes."""
-        from .device.registry import get_backend
-        from .device.protocol import Backend
-        from .dtypes import as_dtype
-        from .ops.elementwise import astype, transfer
-
         for arg in args:
             if isinstance(arg, (str, Backend)):
                 backend = arg
@@ -256,9 +257,9 @@ class Tensor:
             if (backend is not None or device is not None) else self._backend
         out = self
         if target is not self._backend:
-            out = transfer(out, target)
+            out = _e.transfer(out, target)
         if dtype is not None and as_dtype(dtype) != out.dtype:
-            out = astype(out, as_dtype(dtype))
+            out = _e.astype(out, as_dtype(dtype))
         if copy and out is self:
             out = self.clone()
         return out
@@ -295,21 +296,19 @@ class Tensor:
 
     def _bump(self) -> None:
         box = self._vbox
-        if box is not None:
+        if box is None:
+            self._vbox = [1]
+        else:
             box[0] += 1
 
     def zero_(self) -> Tensor:
         return self.fill_(0)
 
     def fill_(self, value) -> Tensor:
-        from .ops.inplace import fill_
-
-        return fill_(self, value)
+        return _ip.fill_(self, value)
 
     def copy_(self, src) -> Tensor:
-        from .ops.inplace import copy_
-
-        return copy_(self, src)
+        return _ip.copy_(self, src)
 
 
 def _dim(dim: int, ndim: int, op: str) -> int:
@@ -321,6 +320,7 @@ def _dim(dim: int, ndim: int, op: str) -> int:
 
 
 _new = object.__new__
+autograd.Tensor = Tensor
 
 
 # ---- the method table: operators and methods are the ops of ndlite.ops -------------------------

@@ -74,9 +74,7 @@ def check_same_backend(op: str, *tensors: Tensor) -> None:
 
 def cast(t: Tensor, dtype) -> Tensor:
     """`t` as `dtype` (differentiable between float dtypes)."""
-    from .elementwise import astype
-
-    return astype(t, dtype)
+    return elementwise.astype(t, dtype)
 
 
 def _dtype_rule(op, dtype, opname):
@@ -129,19 +127,23 @@ def binary(op, a, b) -> Tensor:
         if (a._rg or b._rg) and autograd.grad_enabled and op.differentiable:
             autograd.record(op, (a, b), out)
         return out
-    if isinstance(a, Tensor):
+    if a.__class__ is Tensor:
         t, s, t_first = a, b, True
-    elif isinstance(b, Tensor):
+    elif b.__class__ is Tensor:
         t, s, t_first = b, a, False
     else:
         raise TypeError(f"{op.name}: needs at least one tensor operand")
-    value = as_scalar(s, op.name)
-    if value is None:
-        other = as_tensor_like(s, t, op.name)
-        return binary(op, t, other) if t_first else binary(op, other, t)
-    dtype = _dtype_rule(op, scalar_dtype(t._data.dtype, value), op.name)
-    if dtype is not t._data.dtype:
-        t = cast(t, dtype)
+    dtype = t._data.dtype
+    if s.__class__ is float and dtype.kind == "f" and op.dtype_rule != "integral":
+        value = s  # the common case: a float scalar with a float tensor
+    else:
+        value = as_scalar(s, op.name)
+        if value is None:
+            other = as_tensor_like(s, t, op.name)
+            return binary(op, t, other) if t_first else binary(op, other, t)
+        want = _dtype_rule(op, scalar_dtype(dtype, value), op.name)
+        if want is not dtype:
+            t = cast(t, want)
     backend = t._backend
     if t_first:
         out = _make(op.forward(backend, t._data, value), backend)
@@ -178,6 +180,8 @@ def unbroadcast(grad: Tensor, shape: tuple) -> Tensor:
     if grad.shape == shape:
         return grad
     axes = _unbroadcast_plan(grad.shape, shape)
-    from .reduce import sum as _sum
+    return reduce.sum(grad, dim=axes).reshape(shape)
 
-    return _sum(grad, dim=axes).reshape(shape)
+
+# the ops built on this module, imported last because they import it (cycle)
+from . import elementwise, reduce  # noqa: E402

@@ -7,10 +7,12 @@ the function below it is the public API.
 
 from __future__ import annotations
 
-from ..dtypes import as_dtype, bool_
+from .. import autograd, creation
+from ..dtypes import as_dtype, bool_, promote, scalar_dtype
 from ..errors import DTypeError
 from ..tensor import Tensor
-from .dispatch import binary, unary, unbroadcast
+from .dispatch import (as_scalar, binary, broadcast_shapes, check_same_backend, unary,
+                       unbroadcast)
 from .registry import EXACT, SCALED, TRANSCENDENTAL, Op, Spec, register
 
 # ---- unary ------------------------------------------------------------------------------------
@@ -493,11 +495,6 @@ def where(condition: Tensor, x, y) -> Tensor:
     >>> ndlite.where(t > 0, t, 0.0).tolist()
     [0.0, 2.0]
     """
-    from .. import autograd
-    from ..creation import full_like
-    from ..dtypes import promote, scalar_dtype
-    from .dispatch import as_scalar, broadcast_shapes, check_same_backend
-
     if not isinstance(condition, Tensor) or condition.dtype is not bool_:
         raise DTypeError("where: condition must be a bool tensor, got "
                          f"{getattr(condition, 'dtype', type(condition).__name__)}")
@@ -511,7 +508,7 @@ def where(condition: Tensor, x, y) -> Tensor:
         branches.append(v)
     tensors = [v for v in branches if isinstance(v, Tensor)]
     if not tensors:  # two numbers: the first becomes a tensor of its natural dtype
-        branches[0] = full_like(condition, branches[0],
+        branches[0] = creation.full_like(condition, branches[0],
                                 dtype=scalar_dtype(bool_, branches[0]))
         tensors = [branches[0]]
     check_same_backend("where", condition, *tensors)
@@ -604,16 +601,14 @@ class AsType(Op):
 
 def astype(x: Tensor, dtype) -> Tensor:
     """x converted to `dtype` (a new tensor; differentiable between float dtypes)."""
-    from ..autograd import grad_enabled, record
-
     dtype = as_dtype(dtype)
     if dtype is x.dtype:
         return x
     if dtype not in x._backend.dtypes:
         raise DTypeError(f"astype: backend {x._backend.name} does not support {dtype}")
     out = Tensor._make(x._backend.astype(x._data, dtype), x._backend)
-    if x._rg and grad_enabled and dtype.kind == "f":
-        record(AsType, (x,), out, {"dtype": dtype, "source": x.dtype})
+    if x._rg and autograd.grad_enabled and dtype.kind == "f":
+        autograd.record(AsType, (x,), out, {"dtype": dtype, "source": x.dtype})
     return out
 
 
@@ -633,14 +628,12 @@ class Transfer(Op):
 
 def transfer(x: Tensor, target) -> Tensor:
     """x copied to another backend (differentiable: the gradient comes back)."""
-    from ..autograd import grad_enabled, record
-
     if x.dtype not in target.dtypes:
         raise DTypeError(f"to: backend {target.name} does not support {x.dtype}")
     host = x._backend.to_numpy(x._data)
     out = Tensor._make(target.from_numpy(host), target)
-    if x._rg and grad_enabled:
-        record(Transfer, (x,), out, {"target": target, "source": x._backend})
+    if x._rg and autograd.grad_enabled:
+        autograd.record(Transfer, (x,), out, {"target": target, "source": x._backend})
         out._node.backend = target
     return out
 

@@ -19,7 +19,7 @@ from .. import autograd
 from ..dtypes import int64
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor, _dim
-from .dispatch import check_same_backend, nary, unary, unbroadcast
+from .dispatch import as_scalar, broadcast_shapes, check_same_backend, nary, unary, unbroadcast
 from .movement import reshape, share_version
 from .registry import EXACT, Op, Spec, declare, register
 
@@ -67,6 +67,8 @@ def basic_slice(x: Tensor, key: tuple) -> Tensor:
 
 def _normalize_slice(s: slice, n: int) -> slice:
     start, stop, step = s.indices(n)
+    if not len(range(start, stop, step)):
+        return slice(0, 0, 1)  # empty (indices() may say start=-1, which means "last")
     if step < 0 and stop < 0:
         stop = None  # a negative step that runs past index 0
     return slice(start, stop, step)
@@ -84,6 +86,8 @@ def _normalize_int(i: int, n: int, dim: int, shape) -> int:
 
 def _classify(item):
     """("int" | "slice" | "none" | "ellipsis" | "array" | "mask", value)"""
+    if item.__class__ is int:
+        return "int", item
     if item is None:
         return "none", None
     if item is Ellipsis:
@@ -231,6 +235,11 @@ def getitem(x: Tensor, key) -> Tensor:
     >>> x[1].tolist(), x[:, [0, 3]].tolist(), x[x > 9].tolist()
     ([4, 5, 6, 7], [[0, 3], [4, 7], [8, 11]], [10, 11])
     """
+    cls = key.__class__
+    if (cls is int or cls is slice) and x._data.shape:  # the most common keys, fast
+        n = x._data.shape[0]
+        return basic_slice(x, (_normalize_int(key, n, 0, x.shape) if cls is int else
+                               _normalize_slice(key, n),))
     parsed = parse_key(key, x.shape)
     if not any(kind == "array" for kind, _ in parsed):
         return basic_slice(x, _basic_key(parsed, x.shape))
@@ -419,10 +428,7 @@ def setitem(x: Tensor, key, value) -> None:
     >>> x.tolist()
     [[5.0, 0.0, 5.0], [0.0, 0.0, 0.0]]
     """
-    from .dispatch import as_scalar, broadcast_shapes
-    from .inplace import check_inplace, commit
-
-    check_inplace(x, "setitem")
+    inplace.check_inplace(x, "setitem")
     plan = write_plan(x, key)
     if not isinstance(value, Tensor) and as_scalar(value, "setitem") is None:
         from ..creation import tensor
@@ -438,7 +444,7 @@ def setitem(x: Tensor, key, value) -> None:
         value = as_scalar(value, "setitem")
     if autograd.grad_enabled and (x._rg or (isinstance(value, Tensor) and value._rg)):
         old = Tensor._make(x._data, x._backend, x._node, x._rg)
-        commit(x, index_put(old, value, plan))
+        inplace.commit(x, index_put(old, value, plan))
         return
     data = value._data if isinstance(value, Tensor) else value
     b = x._backend
@@ -449,3 +455,6 @@ def setitem(x: Tensor, key, value) -> None:
 declare("getitem", Spec("getitem", call="ndlite.testing.calls:getitem", tol=EXACT,
                         params={"advanced": True}))
 declare("take", Spec("take", tol=EXACT, call="ndlite:index_select"))
+
+
+from . import inplace  # noqa: E402  (inplace builds on this module)

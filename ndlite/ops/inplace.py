@@ -56,75 +56,58 @@ def _inplace(x: Tensor, other, fn, op: str) -> Tensor:
 
 def add_(x: Tensor, other, alpha=1) -> Tensor:
     """x += alpha * other, in place."""
-    from .elementwise import add
-
     if alpha != 1:
-        return _inplace(x, other, lambda a, b: add(a, b * alpha), "add_")
-    return _inplace(x, other, add, "add_")
+        return _inplace(x, other, lambda a, b: elementwise.add(a, b * alpha), "add_")
+    return _inplace(x, other, elementwise.add, "add_")
 
 
 def sub_(x: Tensor, other, alpha=1) -> Tensor:
     """x -= alpha * other, in place."""
-    from .elementwise import sub
-
     if alpha != 1:
-        return _inplace(x, other, lambda a, b: sub(a, b * alpha), "sub_")
-    return _inplace(x, other, sub, "sub_")
+        return _inplace(x, other, lambda a, b: elementwise.sub(a, b * alpha), "sub_")
+    return _inplace(x, other, elementwise.sub, "sub_")
 
 
 def mul_(x: Tensor, other) -> Tensor:
-    from .elementwise import mul
-
-    return _inplace(x, other, mul, "mul_")
+    return _inplace(x, other, elementwise.mul, "mul_")
 
 
 def div_(x: Tensor, other) -> Tensor:
-    from .elementwise import div
-
-    return _inplace(x, other, div, "div_")
+    return _inplace(x, other, elementwise.div, "div_")
 
 
 def pow_(x: Tensor, other) -> Tensor:
-    from .elementwise import pow
-
-    return _inplace(x, other, pow, "pow_")
+    return _inplace(x, other, elementwise.pow, "pow_")
 
 
 def clamp_(x: Tensor, min=None, max=None) -> Tensor:  # noqa: A002
-    from .elementwise import clamp
-
-    return _inplace(x, None, lambda a, _: clamp(a, min, max), "clamp_")
+    return _inplace(x, None, lambda a, _: elementwise.clamp(a, min, max), "clamp_")
 
 
 def neg_(x: Tensor) -> Tensor:
-    from .elementwise import neg
-
-    return _inplace(x, None, lambda a, _: neg(a), "neg_")
+    return _inplace(x, None, lambda a, _: elementwise.neg(a), "neg_")
 
 
 def relu_(x: Tensor) -> Tensor:
-    from .elementwise import relu
-
-    return _inplace(x, None, lambda a, _: relu(a), "relu_")
+    return _inplace(x, None, lambda a, _: elementwise.relu(a), "relu_")
 
 
 def fill_(x: Tensor, value) -> Tensor:
     """Every element set to `value` (a number or a one-element tensor)."""
-    from .indexing import setitem
-
     if isinstance(value, Tensor):
         if value.numel() != 1:
             raise ShapeError(f"fill_: value must have one element, got shape {value.shape}")
         value = value.reshape(())
-    setitem(x, Ellipsis, value)
+    indexing.setitem(x, Ellipsis, value)
     return x
 
 
 def copy_(x: Tensor, src) -> Tensor:
     """x's values replaced by `src` (broadcast, cast, and moved from another backend)."""
-    from .indexing import setitem
-
     if isinstance(src, Tensor) and src._backend is not x._backend:
         src = src.to(x._backend)
-    setitem(x, Ellipsis, src)
+    indexing.setitem(x, Ellipsis, src)
     return x
+
+
+from . import elementwise, indexing  # noqa: E402  (both build on this module)

@@ -4,14 +4,30 @@ fully connected layer)."""
 
 from __future__ import annotations
 
+from ..dtypes import promote
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
-from .dispatch import broadcast_shapes, nary, unbroadcast
+from .dispatch import broadcast_shapes, cast, nary, unbroadcast
 from .registry import SCALED, Op, Spec, declare, register
 
 
 def _mT(x: Tensor) -> Tensor:
     return x.transpose(-2, -1)
+
+
+def _as_matrices(x_shape: tuple, y_shape: tuple) -> tuple:
+    """The shapes matmul works in: a 1-D x is a row (1, k), a 1-D y a column (k, 1)."""
+    x2 = x_shape if len(x_shape) > 1 else (1,) + x_shape
+    y2 = y_shape if len(y_shape) > 1 else y_shape + (1,)
+    return x2, y2
+
+
+def _result_shape(x_shape: tuple, y_shape: tuple) -> tuple:
+    x2, y2 = _as_matrices(x_shape, y_shape)
+    batch = broadcast_shapes(x2[:-2], y2[:-2], "matmul")
+    rows = (x2[-2],) if len(x_shape) > 1 else ()
+    cols = (y2[-1],) if len(y_shape) > 1 else ()
+    return batch + rows + cols, batch + (x2[-2], y2[-1])
 
 
 @register
@@ -22,26 +38,43 @@ class Matmul(Op):
 
     @staticmethod
     def forward(b, x, y):
-        return b.matmul(x, y)
+        if len(x.shape) > 1 and len(y.shape) > 1:
+            return b.matmul(x, y)
+        # vectors: as a row / a column, then the added dims dropped again
+        x2, y2 = _as_matrices(x.shape, y.shape)
+        out = b.matmul(b.reshape(x, x2), b.reshape(y, y2))
+        return b.reshape(out, _result_shape(x.shape, y.shape)[0])
 
     @staticmethod
     def backward(node, grad):
         x, y = node.saved
-        gx = unbroadcast(grad @ _mT(y), node.shapes[0]) if node.next[0] is not None else None
-        gy = unbroadcast(_mT(x) @ grad, node.shapes[1]) if node.next[1] is not None else None
+        x_shape, y_shape = node.shapes
+        if len(x_shape) > 1 and len(y_shape) > 1:
+            gx = unbroadcast(grad @ _mT(y), x_shape) if node.next[0] is not None else None
+            gy = unbroadcast(_mT(x) @ grad, y_shape) if node.next[1] is not None else None
+            return gx, gy
+        x2_shape, y2_shape = _as_matrices(x_shape, y_shape)
+        x2, y2 = x.reshape(x2_shape), y.reshape(y2_shape)
+        g = grad.reshape(_result_shape(x_shape, y_shape)[1])
+        gx = gy = None
+        if node.next[0] is not None:
+            gx = unbroadcast(g @ _mT(y2), x2_shape).reshape(x_shape)
+        if node.next[1] is not None:
+            gy = unbroadcast(_mT(x2) @ g, y2_shape).reshape(y_shape)
         return gx, gy
 
 
 def _operands(a, b, op: str):
-    from .dispatch import cast
-    from ..dtypes import promote
-
-    if not isinstance(a, Tensor) or not isinstance(b, Tensor):
-        raise TypeError(f"{op}: both operands must be tensors")
-    if a.dtype.kind == "b" or b.dtype.kind == "b":
+    if a.__class__ is not Tensor or b.__class__ is not Tensor:
+        if not isinstance(a, Tensor) or not isinstance(b, Tensor):
+            raise TypeError(f"{op}: both operands must be tensors")
+    da, db = a._data.dtype, b._data.dtype
+    if da is db and da.kind == "f":
+        return a, b
+    if da.kind == "b" or db.kind == "b":
         raise DTypeError(f"{op}: bool tensors are not supported (shapes {a.shape} and {b.shape})")
-    if a.dtype != b.dtype:
-        dtype = promote(a.dtype, b.dtype)
+    if da != db:
+        dtype = promote(da, db)
         a, b = cast(a, dtype), cast(b, dtype)
     return a, b
 
@@ -55,25 +88,15 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
     (5, 2, 4)
     """
     a, b = _operands(a, b, "matmul")
-    if a.ndim == 0 or b.ndim == 0:
-        raise ShapeError(f"matmul: both operands need at least 1 dim, got shapes {a.shape} "
-                         f"and {b.shape}")
-    k_a = a.shape[-1]
-    k_b = b.shape[-2] if b.ndim > 1 else b.shape[0]
-    if k_a != k_b:
-        raise ShapeError(f"matmul: shapes {a.shape} and {b.shape} are not aligned: "
-                         f"{k_a} != {k_b}")
-    if a.ndim > 2 or b.ndim > 2:
-        broadcast_shapes(a.shape[:-2], b.shape[:-2] if b.ndim > 1 else (), "matmul")
-    if a.ndim >= 2 and b.ndim >= 2:
-        return nary(Matmul, [a, b])
-    out = nary(Matmul, [a.unsqueeze(0) if a.ndim == 1 else a,
-                        b.unsqueeze(-1) if b.ndim == 1 else b])
-    if b.ndim == 1:
-        out = out.squeeze(-1)
-    if a.ndim == 1:
-        out = out.squeeze(-2 if b.ndim > 1 else -1)
-    return out
+    sa, sb = a._data.shape, b._data.shape
+    if not sa or not sb:
+        raise ShapeError(f"matmul: both operands need at least 1 dim, got shapes {sa} and {sb}")
+    k_b = sb[-2] if len(sb) > 1 else sb[0]
+    if sa[-1] != k_b:
+        raise ShapeError(f"matmul: shapes {sa} and {sb} are not aligned: {sa[-1]} != {k_b}")
+    if len(sa) > 2 or len(sb) > 2:
+        _result_shape(sa, sb)  # checks that the batch dims broadcast
+    return nary(Matmul, [a, b])
 
 
 def rmatmul(a, b) -> Tensor:

@@ -10,11 +10,12 @@ seen by autograd's saved-tensor check.
 from __future__ import annotations
 
 import numbers
+from math import prod
 
 from ..dtypes import promote
 from ..errors import ShapeError
 from ..tensor import Tensor, _dim
-from .dispatch import nary, unary, unbroadcast
+from .dispatch import cast, nary, unary, unbroadcast
 from .registry import EXACT, Op, Spec, declare, register
 
 
@@ -26,12 +27,14 @@ def share_version(out: Tensor, base: Tensor) -> Tensor:
 
 def _sizes(args, op: str) -> tuple:
     """`f(2, 3)`, `f((2, 3))` and `f([2, 3])` all mean (2, 3)."""
-    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+    if len(args) == 1 and args[0].__class__ in (tuple, list):
         args = tuple(args[0])
     for n in args:
-        if not isinstance(n, numbers.Integral) or isinstance(n, bool):
-            raise TypeError(f"{op}: sizes must be integers, got {args!r}")
-    return tuple(int(n) for n in args)
+        if n.__class__ is not int:  # the slow path: NumPy integers, or an error
+            if not isinstance(n, numbers.Integral) or isinstance(n, bool):
+                raise TypeError(f"{op}: sizes must be integers, got {args!r}")
+            return tuple(int(n) for n in args)
+    return args
 
 
 # ---- reshape ----------------------------------------------------------------------------------
@@ -79,9 +82,13 @@ def reshape(x: Tensor, *shape) -> Tensor:
     (2, 3)
     """
     shape = _sizes(shape, "reshape")
-    if shape != x.shape:
-        shape = _infer_shape(shape, x.numel(), x.shape, "reshape")
-    return share_version(unary(Reshape, x, shape=shape), x)
+    source = x._data.shape
+    if shape != source and (-1 in shape or prod(shape) != prod(source) or
+                            (shape and min(shape) < 0)):
+        shape = _infer_shape(shape, prod(source), source, "reshape")
+    out = unary(Reshape, x, shape=shape)
+    out._vbox = x._version_box()
+    return out
 
 
 view = reshape
@@ -229,8 +236,6 @@ def expand_as(x: Tensor, other: Tensor) -> Tensor:
 
 
 def _promote_all(tensors, op: str):
-    from .dispatch import cast
-
     if not tensors:
         raise ValueError(f"{op}: expected a non-empty sequence of tensors")
     for t in tensors:
@@ -329,8 +334,6 @@ def chunk(x: Tensor, chunks: int, dim: int = 0) -> tuple:
 
 def narrow(x: Tensor, dim: int, start: int, length: int) -> Tensor:
     """The view x[..., start:start+length, ...] along `dim`."""
-    from .indexing import basic_slice
-
     axis = _dim(dim, x.ndim, "narrow")
     n = x.shape[axis]
     if start < 0:
@@ -340,7 +343,7 @@ def narrow(x: Tensor, dim: int, start: int, length: int) -> Tensor:
                          f"{dim} of size {n}")
     key = tuple(slice(start, start + length, 1) if i == axis else slice(0, m, 1)
                 for i, m in enumerate(x.shape))
-    return basic_slice(x, key)
+    return indexing.basic_slice(x, key)
 
 
 # ---- pad --------------------------------------------------------------------------------------
@@ -357,11 +360,9 @@ class Pad(Op):
 
     @staticmethod
     def backward(node, grad):
-        from .indexing import basic_slice
-
         key = tuple(slice(lo, lo + n, 1) for (lo, _), n in zip(node.params["widths"],
                                                              node.shapes[0]))
-        return basic_slice(grad, key)
+        return indexing.basic_slice(grad, key)
 
 
 def pad(x: Tensor, pad, mode: str = "constant", value=0.0) -> Tensor:
@@ -388,9 +389,7 @@ def pad(x: Tensor, pad, mode: str = "constant", value=0.0) -> Tensor:
     out = unary(Pad, x, widths=tuple((max(lo, 0), max(hi, 0)) for lo, hi in widths),
                 value=value)
     if crop:
-        from .indexing import basic_slice
-
-        out = basic_slice(out, tuple(
+        out = indexing.basic_slice(out, tuple(
             slice(-min(lo, 0), m + min(hi, 0), 1)
             for (lo, hi), m in zip(widths, out.shape)))
     return out
@@ -403,3 +402,6 @@ declare("transpose", Spec("transpose", tol=EXACT))
 declare("stack", Spec("cat", tol=EXACT, params={"same_shape": True}))
 declare("split", Spec("split", tol=EXACT))
 declare("chunk", Spec("split", tol=EXACT, params={"chunks": True}))
+
+
+from . import indexing  # noqa: E402  (indexing builds on this module)

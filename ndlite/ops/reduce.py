@@ -10,6 +10,7 @@ from __future__ import annotations
 import builtins
 from collections import namedtuple
 
+from .. import creation
 from ..dtypes import bool_, int64
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor, _dim
@@ -109,8 +110,6 @@ def std(x: Tensor, dim=None, keepdim: bool = False, correction: int = 1,
 
 def _extremum_backward(node, grad, pick):
     """Send each output gradient to the first extremal element of its reduced group."""
-    from .indexing import scatter_add
-
     x = node.saved[0]
     axes = node.params["axes"]
     shape = x.shape
@@ -121,7 +120,7 @@ def _extremum_backward(node, grad, pick):
     flat = x.detach().permute(order).reshape(lead + (size,))
     index = pick(flat, dim=-1, keepdim=True)
     g = grad.reshape(lead + (1,))
-    gx = scatter_add(index, g, dim=len(lead), size=size)
+    gx = indexing.scatter_add(index, g, dim=len(lead), size=size)
     inverse = [order.index(d) for d in range(len(shape))]
     return gx.reshape(lead + tuple(shape[d] for d in axes)).permute(inverse)
 
@@ -185,9 +184,7 @@ def max(x: Tensor, dim=None, keepdim: bool = False):  # noqa: A001 - torch.max
     ([5.0, 7.0], [1, 0])
     """
     if isinstance(dim, Tensor):
-        from .elementwise import maximum
-
-        return maximum(x, dim)
+        return elementwise.maximum(x, dim)
     if dim is None:
         return amax(x)
     return MaxResult(amax(x, dim, keepdim), argmax(x, dim, keepdim))
@@ -196,9 +193,7 @@ def max(x: Tensor, dim=None, keepdim: bool = False):  # noqa: A001 - torch.max
 def min(x: Tensor, dim=None, keepdim: bool = False):  # noqa: A001 - torch.min
     """`x.min()`, `x.min(dim)` -> (values, indices), or `ndlite.min(a, b)` elementwise."""
     if isinstance(dim, Tensor):
-        from .elementwise import minimum
-
-        return minimum(x, dim)
+        return elementwise.minimum(x, dim)
     if dim is None:
         return amin(x)
     return MinResult(amin(x, dim, keepdim), argmin(x, dim, keepdim))
@@ -242,9 +237,7 @@ def logsumexp(x: Tensor, dim, keepdim: bool = False) -> Tensor:
     axes = axes_of(dim, x.ndim, "logsumexp")
     _check_nonempty(x, axes, "logsumexp")
     shift = amax(x.detach(), axes, keepdim=True)
-    from .elementwise import where
-
-    shift = where(shift.abs() < float("inf"), shift, 0.0)  # an all -inf row stays -inf
+    shift = elementwise.where(shift.abs() < float("inf"), shift, 0.0)  # an all -inf row stays -inf
     out = (x - shift).exp().sum(axes, keepdim=True).log() + shift
     if not keepdim:
         out = out.reshape(tuple(n for i, n in enumerate(x.shape) if i not in axes))
@@ -256,9 +249,7 @@ def all(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001
     b = x if x.dtype is bool_ else x != 0
     axes = axes_of(dim, x.ndim, "all")
     if b.numel() == 0:
-        from ..creation import ones
-
-        return ones(kept_shape(x.shape, axes) if keepdim else
+        return creation.ones(kept_shape(x.shape, axes) if keepdim else
                     tuple(n for i, n in enumerate(x.shape) if i not in axes),
                     dtype=bool_, backend=x._backend)
     return Tensor._make(x._backend.min(b._data, axes, bool(keepdim)), x._backend)
@@ -269,9 +260,7 @@ def any(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001
     b = x if x.dtype is bool_ else x != 0
     axes = axes_of(dim, x.ndim, "any")
     if b.numel() == 0:
-        from ..creation import zeros
-
-        return zeros(kept_shape(x.shape, axes) if keepdim else
+        return creation.zeros(kept_shape(x.shape, axes) if keepdim else
                      tuple(n for i, n in enumerate(x.shape) if i not in axes),
                      dtype=bool_, backend=x._backend)
     return Tensor._make(x._backend.max(b._data, axes, bool(keepdim)), x._backend)
@@ -283,3 +272,6 @@ declare("std", Spec("reduce", tol=TRANSCENDENTAL, kinks="distinct", params={"min
 declare("logsumexp", Spec("reduce", tol=TRANSCENDENTAL, params={"dim_required": True}))
 declare("argmax", Spec("reduce", tol=EXACT, grad=False, params={"single_dim": True}))
 declare("argmin", Spec("reduce", tol=EXACT, grad=False, params={"single_dim": True}))
+
+
+from . import elementwise, indexing  # noqa: E402  (they build on this module)

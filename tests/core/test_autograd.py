@@ -1,0 +1,266 @@
+"""Autograd semantics, following PyTorch where users expect it: accumulation, grad modes,
+detach, retain_graph, create_graph, version checks, retain_grad, functional gradients."""
+
+import numpy as np
+import pytest
+
+import ndlite
+from ndlite.errors import DTypeError, ShapeError
+
+
+def leaf(values, dtype=ndlite.float64):
+    return ndlite.tensor(values, dtype=dtype, requires_grad=True)
+
+
+def test_grad_accumulates_across_backward_calls():
+    x = leaf([1.0, 2.0])
+    (x * 3).sum().backward()
+    (x * x).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [3 + 2, 3 + 4])
+
+
+def test_tensor_used_twice_sums_both_paths():
+    x = leaf([3.0])
+    y = x * x + x
+    y.backward()
+    assert x.grad.tolist() == [7.0]
+
+
+def test_broadcast_input_gets_reduced_gradient():
+    b = leaf([1.0, 2.0, 3.0])
+    x = leaf(np.ones((2, 3)))
+    (x * b).sum().backward()
+    assert b.grad.shape == (3,) and b.grad.tolist() == [2.0, 2.0, 2.0]
+
+
+def test_no_grad_records_nothing_and_works_as_decorator():
+    x = leaf([1.0])
+    with ndlite.no_grad():
+        y = x * 2
+        with ndlite.enable_grad():
+            z = x * 2
+    assert not y.requires_grad and y.grad_fn is None
+    assert z.requires_grad
+
+    @ndlite.no_grad()
+    def f(t):
+        return t * 2
+
+    assert not f(x).requires_grad
+    assert ndlite.is_grad_enabled()
+    with ndlite.set_grad_enabled(False):
+        assert not ndlite.is_grad_enabled()
+    assert ndlite.is_grad_enabled()
+
+
+def test_detach_shares_values_and_leaves_the_graph():
+    x = leaf([1.0, 2.0])
+    y = x * 2
+    d = y.detach()
+    assert not d.requires_grad and d.is_leaf
+    assert d.tolist() == [2.0, 4.0]
+    d.mul_(10)  # shares memory, like torch
+    assert y.tolist() == [20.0, 40.0]
+
+
+def test_requires_grad_rules():
+    with pytest.raises(DTypeError, match="floating"):
+        ndlite.tensor([1, 2], requires_grad=True)
+    x = leaf([1.0])
+    y = x * 2
+    with pytest.raises(RuntimeError, match="leaf"):
+        y.requires_grad_(False)
+    z = ndlite.ones(2)
+    assert z.requires_grad_() is z and z.requires_grad and z.is_leaf
+
+
+def test_second_backward_through_freed_graph_raises():
+    x = leaf([1.0, 2.0])
+    y = (x * x).sum()
+    y.backward()
+    with pytest.raises(RuntimeError, match="second time.*retain_graph"):
+        y.backward()
+
+
+def test_retain_graph_allows_a_second_backward():
+    x = leaf([1.0, 2.0])
+    y = (x * x).sum()
+    y.backward(retain_graph=True)
+    y.backward()
+    assert x.grad.tolist() == [4.0, 8.0]
+
+
+def test_a_graph_that_saved_nothing_can_be_walked_twice():
+    x = leaf([1.0])
+    y = (x + 1).sum()
+    y.backward()
+    y.backward()
+    assert x.grad.tolist() == [2.0]
+
+
+def test_create_graph_gives_second_derivatives():
+    x = leaf([1.0, 2.0])
+    (g,) = ndlite.autograd.grad((x ** 3).sum(), [x], create_graph=True)
+    assert g.requires_grad
+    (h,) = ndlite.autograd.grad(g.sum(), [x])
+    np.testing.assert_allclose(h.numpy(), [6.0, 12.0])
+
+
+def test_hessian_vector_product_matches_finite_differences():
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((3, 4))
+    x0, v = rng.standard_normal(4), rng.standard_normal(4)
+    W = ndlite.tensor(w)
+
+    def grad_at(values):
+        x = leaf(values)
+        (g,) = ndlite.autograd.grad((W @ x).tanh().sum(), [x], create_graph=True)
+        return x, g
+
+    x, g = grad_at(x0)
+    (hv,) = ndlite.autograd.grad((g * ndlite.tensor(v)).sum(), [x])
+    eps = 1e-6
+    numeric = (grad_at(x0 + eps * v)[1].detach().numpy() -
+               grad_at(x0 - eps * v)[1].detach().numpy()) / (2 * eps)
+    np.testing.assert_allclose(hv.numpy(), numeric, rtol=1e-5, atol=1e-8)
+
+
+def test_modifying_a_saved_input_in_place_raises_at_backward():
+    x = leaf([1.0, 2.0])
+    z = x * 1
+    y = (z * z).sum()  # mul saves z
+    z.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an in-place operation"):
+        y.backward()
+
+
+def test_modifying_a_saved_output_through_a_view_raises_at_backward():
+    x = leaf([1.0, 2.0, 3.0])
+    y = x.exp()  # exp saves its output
+    view = y[0:2]
+    view.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an in-place operation"):
+        y.sum().backward()
+
+
+def test_in_place_on_a_leaf_that_requires_grad_is_an_error_unless_no_grad():
+    w = leaf([1.0, 2.0])
+    with pytest.raises(RuntimeError, match="leaf"):
+        w.add_(1)
+    assert w.tolist() == [1.0, 2.0]
+    with ndlite.no_grad():
+        w.sub_(ndlite.tensor([0.5, 0.5], dtype=ndlite.float64))
+    assert w.tolist() == [0.5, 1.5] and w._version == 1
+
+
+def test_retain_grad_keeps_a_non_leaf_gradient():
+    x = leaf([1.0, 2.0])
+    y = x * 2
+    y.retain_grad()
+    z = x * 3
+    (y * y + z).sum().backward()
+    assert y.grad.tolist() == [4.0, 8.0]
+    assert z.grad is None
+
+
+def test_backward_needs_a_gradient_for_non_scalars():
+    x = leaf([1.0, 2.0])
+    y = x * 2
+    with pytest.raises(RuntimeError, match="scalar outputs"):
+        y.backward()
+    with pytest.raises(ShapeError, match="gradient has shape"):
+        y.backward(ndlite.ones(3, dtype=ndlite.float64))
+    y.backward(ndlite.tensor([1.0, 10.0], dtype=ndlite.float64))
+    assert x.grad.tolist() == [2.0, 20.0]
+
+
+def test_backward_without_a_graph_explains():
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        ndlite.ones(()).backward()
+
+
+def test_autograd_grad_leaves_dot_grad_alone_and_reports_unused_inputs():
+    x, u = leaf([1.0]), leaf([1.0])
+    (g,) = ndlite.autograd.grad((x * 5).sum(), [x])
+    assert g.tolist() == [5.0] and x.grad is None
+    with pytest.raises(RuntimeError, match="not used"):
+        ndlite.autograd.grad((x * 5).sum(), [x, u])
+    assert ndlite.autograd.grad((x * 5).sum(), [x, u], allow_unused=True)[1] is None
+
+
+def test_functional_grad_and_value_and_grad():
+    def f(a, b, scale):
+        return (a * b).sum() * scale
+
+    a = ndlite.tensor([1.0, 2.0])
+    b = ndlite.tensor([3.0, 4.0])
+    value, (ga, gb) = ndlite.value_and_grad(f, argnums=(0, 1))(a, b, 2.0)
+    assert value.item() == 22.0 and not value.requires_grad
+    assert ga.tolist() == [6.0, 8.0] and gb.tolist() == [2.0, 4.0]
+    assert a.grad is None and not a.requires_grad  # the caller's tensors are untouched
+    assert ndlite.grad(lambda t: (t * t).sum())(a).tolist() == [2.0, 4.0]
+    unused = ndlite.grad(lambda t, s: (t * 2).sum(), argnums=1)(a, b)
+    assert unused.tolist() == [0.0, 0.0]
+    (g, aux) = ndlite.grad(lambda t: ((t * t).sum(), "aux"), has_aux=True)(a)
+    assert aux == "aux" and g.tolist() == [2.0, 4.0]
+
+
+def test_setitem_on_a_non_leaf_is_differentiable():
+    x = leaf([1.0, 2.0, 3.0])
+    w = leaf([10.0])
+    y = x * 2
+    y[0] = 0.0
+    y[1:2] = w
+    (y * y).sum().backward()
+    assert x.grad.tolist() == [0.0, 0.0, 24.0]  # d/dx (2x)^2 = 8x at x = 3
+    assert w.grad.tolist() == [20.0]
+
+
+def test_in_place_arithmetic_on_a_non_leaf_uses_the_old_value():
+    x = leaf([1.0, 2.0])
+    w = leaf([3.0, 4.0])
+    y = x * 1
+    y.mul_(w)  # dy/dw needs y's value before the write
+    y.add_(x)
+    y.sum().backward()
+    assert w.grad.tolist() == [1.0, 2.0]
+    assert x.grad.tolist() == [3.0 + 1.0, 4.0 + 1.0]
+
+
+def test_augmented_assignment_is_in_place():
+    x = ndlite.zeros(3)
+    alias = x
+    x += 1
+    x *= ndlite.tensor([1.0, 2.0, 3.0])
+    assert alias is x and x.tolist() == [1.0, 2.0, 3.0]
+
+
+def test_deep_graphs_do_not_recurse():
+    x = leaf([1.0])
+    y = x
+    for _ in range(5000):
+        y = y + 1
+    y.backward()
+    assert x.grad.tolist() == [1.0]
+
+
+def test_gradient_flows_through_a_float_cast():
+    x = leaf([1.5], dtype=ndlite.float32)
+    y = x.double() * 2
+    assert y.dtype == ndlite.float64
+    y.sum().backward()
+    assert x.grad.dtype == ndlite.float32 and x.grad.tolist() == [2.0]
+
+
+def test_integer_results_carry_no_gradient():
+    x = leaf([1.5, 2.5])
+    assert not x.argmax().requires_grad
+    assert not (x > 2).requires_grad
+    assert not x.long().requires_grad
+
+
+def test_first_gradient_is_not_shared_between_leaves():
+    a, b = leaf([1.0]), leaf([1.0])
+    (a + b).sum().backward()
+    a.grad.zero_()
+    assert b.grad.tolist() == [1.0]
