@@ -1,5 +1,16 @@
-"""Neural-network building blocks (PyTorch's names): `ndlite.nn.functional` for now."""
+"""Neural-network building blocks with PyTorch's names: `Module`, `Parameter`, layers,
+losses, `init`, and the functional ops in `ndlite.nn.functional`."""
 
-from . import functional
+from . import functional, init
+from .activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
+from .container import ModuleList, Sequential
+from .layers import AdaptiveAvgPool2d, AvgPool2d, Conv2d, Dropout, Flatten, Linear, MaxPool2d
+from .loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
+from .module import Module, Parameter
+from .normalization import BatchNorm1d, BatchNorm2d
 
-__all__ = ["functional"]
+__all__ = ["AdaptiveAvgPool2d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d",
+           "BatchNorm2d", "Conv2d", "CrossEntropyLoss", "Dropout", "Flatten", "GELU", "L1Loss",
+           "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "MaxPool2d", "Module", "ModuleList",
+           "NLLLoss", "Parameter", "ReLU", "Sequential", "Sigmoid", "Softmax", "Tanh",
+           "functional", "init"]

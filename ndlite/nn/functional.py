@@ -1,6 +1,26 @@
-"""Functional neural-network ops, PyTorch's `torch.nn.functional` names."""
+"""Functional neural-network ops, PyTorch's `torch.nn.functional` names.
 
+Every function here is an op of the registry (or composed from ops), so it runs on every
+backend and differentiates twice.
+"""
+
+from ..ops.activation import dropout, gelu, leaky_relu, log_softmax, softmax
+from ..ops.conv import conv2d
 from ..ops.elementwise import relu, sigmoid, tanh
 from ..ops.linalg import linear
+from ..ops.loss import (
+    binary_cross_entropy,
+    binary_cross_entropy_with_logits,
+    cross_entropy,
+    l1_loss,
+    mse_loss,
+    nll_loss,
+)
+from ..ops.movement import flatten, pad
+from ..ops.pool import adaptive_avg_pool2d, avg_pool2d, max_pool2d
+from .normalization import batch_norm
 
-__all__ = ["linear", "relu", "sigmoid", "tanh"]
+__all__ = ["adaptive_avg_pool2d", "avg_pool2d", "batch_norm", "binary_cross_entropy",
+           "binary_cross_entropy_with_logits", "conv2d", "cross_entropy", "dropout", "flatten",
+           "gelu", "l1_loss", "leaky_relu", "linear", "log_softmax", "max_pool2d", "mse_loss",
+           "nll_loss", "pad", "relu", "sigmoid", "softmax", "tanh"]

@@ -2,7 +2,9 @@
 its backward (Tensor ops) and its test spec once, in the registry (`OPS`)."""
 
 from . import elementwise, indexing, inplace, linalg, movement, reduce
+from . import activation, conv, loss, pool  # noqa: I001  (neural-network ops, after the core)
 from .registry import EXACT, OPS, SCALED, TRANSCENDENTAL, Op, Spec, declare, register, resolve
 
 __all__ = ["OPS", "Op", "Spec", "register", "declare", "resolve", "SCALED", "EXACT",
-           "TRANSCENDENTAL", "elementwise", "indexing", "inplace", "linalg", "movement", "reduce"]
+           "TRANSCENDENTAL", "elementwise", "indexing", "inplace", "linalg", "movement", "reduce",
+           "activation", "conv", "loss", "pool"]

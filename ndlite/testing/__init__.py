@@ -8,6 +8,7 @@ from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from .kinks import MARGIN
 from .profiles import register_profiles
 from .samplers import SAMPLERS, Case, sampler, strategy
+from . import samplers_nn  # noqa: E402,F401,I001  (registers the NN ops' samplers)
 from .tolerance import Verdict, judge
 
 __all__ = ["Case", "GradcheckError", "MARGIN", "SAMPLERS", "Verdict", "gradcheck",

@@ -1,0 +1,249 @@
+"""Activations: log_softmax, softmax, leaky_relu, gelu, and dropout (relu, sigmoid and tanh
+are elementwise ops). log_softmax runs on the backend's fast path (protocol.py)."""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+from ..errors import DTypeError
+from ..tensor import Tensor, _dim
+from .dispatch import unary
+from .elementwise import exp, where
+from .registry import TRANSCENDENTAL, Op, Spec, declare, register
+
+
+def _float_input(x: Tensor, op: str) -> None:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}: expected a tensor, got {type(x).__name__}")
+    if x.dtype.kind != "f":
+        raise DTypeError(f"{op}: expected a floating tensor, got {x.dtype} (shape {x.shape})")
+
+
+def _softmax_axis(x: Tensor, dim, op: str) -> int:
+    if dim is None:  # PyTorch's legacy implicit choice
+        dim = 0 if x.ndim in (0, 1, 3) else 1
+    return _dim(dim, x.ndim, op)
+
+
+@register
+class LogSoftmax(Op):
+    name = "log_softmax"
+    spec = Spec("softmax", call="ndlite.nn.functional:log_softmax", tol=TRANSCENDENTAL,
+                second_order=True)
+    save_output = True
+
+    @staticmethod
+    def forward(b, x, axis):
+        if not x.shape:
+            return b.sub(x, x)  # a 0-d tensor: log(1)
+        return b.log_softmax(x, axis)
+
+    @staticmethod
+    def backward(node, grad):
+        if not node.shapes[0]:
+            return grad * 0
+        axis = node.params["axis"]
+        return grad - exp(node.output()) * grad.sum(axis, keepdim=True)
+
+
+def log_softmax(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:
+    """log(softmax(x)) along `dim`, computed without overflow.
+
+    >>> import ndlite
+    >>> ndlite.nn.functional.log_softmax(ndlite.tensor([0.0, 0.0]), dim=0).exp().tolist()
+    [0.5, 0.5]
+    """
+    _float_input(input, "log_softmax")
+    if dtype is not None:
+        input = input.to(dtype)
+    return unary(LogSoftmax, input, axis=_softmax_axis(input, dim, "log_softmax"))
+
+
+@register
+class Softmax(Op):
+    name = "softmax"
+    spec = Spec("softmax", call="ndlite.nn.functional:softmax", tol=TRANSCENDENTAL,
+                second_order=True)
+    save_output = True
+
+    @staticmethod
+    def forward(b, x, axis):
+        if not x.shape:
+            return b.add(b.sub(x, x), 1)
+        return b.exp(b.log_softmax(x, axis))
+
+    @staticmethod
+    def backward(node, grad):
+        if not node.shapes[0]:
+            return grad * 0
+        out = node.output()
+        return out * (grad - (grad * out).sum(node.params["axis"], keepdim=True))
+
+
+def softmax(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:
+    """exp(x) / sum(exp(x)) along `dim`.
+
+    >>> import ndlite
+    >>> ndlite.nn.functional.softmax(ndlite.tensor([1.0, 1.0, 1.0, 1.0]), dim=0).tolist()
+    [0.25, 0.25, 0.25, 0.25]
+    """
+    _float_input(input, "softmax")
+    if dtype is not None:
+        input = input.to(dtype)
+    return unary(Softmax, input, axis=_softmax_axis(input, dim, "softmax"))
+
+
+@register
+class LeakyRelu(Op):
+    name = "leaky_relu"
+    spec = Spec("unary", call="ndlite.nn.functional:leaky_relu", kinks="zero",
+                params={"negative_slope": 0.1})
+    save_inputs = True
+
+    @staticmethod
+    def forward(b, x, negative_slope):
+        return b.where(b.gt(x, 0), x, b.mul(x, negative_slope))
+
+    @staticmethod
+    def backward(node, grad):
+        return where(node.saved[0] > 0, grad, grad * node.params["negative_slope"])
+
+
+def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    """x where x > 0, else negative_slope * x.
+
+    >>> import ndlite
+    >>> ndlite.nn.functional.leaky_relu(ndlite.tensor([-2.0, 3.0]), 0.5).tolist()
+    [-1.0, 3.0]
+    """
+    _float_input(input, "leaky_relu")
+    return unary(LeakyRelu, input, negative_slope=float(negative_slope))
+
+
+# Numerical Recipes' erfc (Chebyshev fit, fractional error < 1.2e-7 everywhere): numbers
+# from the published coefficients, innermost first.
+_ERFC_COEFFS = (0.17087277, -0.82215223, 1.48851587, -1.13520398, 0.27886807, -0.18628806,
+                0.09678418, 0.37409196, 1.00002368, -1.26551223)
+
+
+# the fit's value at 0 (1 - 5e-9, not 1): erf subtracts from it, so erf(0) = 0 exactly and
+# erf stays continuous through 0 (gradchecks would see the tiny jump)
+_ERFC_AT_0 = math.exp(sum(_ERFC_COEFFS))
+
+
+def erf_approx(b, z):
+    """erf(z) from backend primitives: sign(z) (erfc(0) - erfc(|z|)), erfc by its
+    Chebyshev fit."""
+    a = b.abs(z)
+    t = b.div(1.0, b.add(b.mul(a, 0.5), 1.0))
+    poly = b.mul(t, _ERFC_COEFFS[0])
+    for c in _ERFC_COEFFS[1:-1]:
+        poly = b.mul(b.add(poly, c), t)
+    poly = b.add(poly, _ERFC_COEFFS[-1])
+    erfc = b.mul(t, b.exp(b.sub(poly, b.mul(a, a))))
+    return b.mul(b.sign(z), b.sub(_ERFC_AT_0, erfc))
+
+
+@register
+class Erf(Op):
+    name = "erf"
+    spec = Spec("unary", call="ndlite.ops.activation:erf", tol=TRANSCENDENTAL,
+                domain=(-3.0, 3.0))
+    save_inputs = True
+
+    @staticmethod
+    def forward(b, x):
+        return erf_approx(b, x)
+
+    @staticmethod
+    def backward(node, grad):
+        x = node.saved[0]
+        return grad * exp(x * x * -1.0) * (2.0 / math.sqrt(math.pi))
+
+
+def erf(x: Tensor) -> Tensor:
+    """The error function (relative error < 1.2e-7; see erf_approx).
+
+    >>> import ndlite
+    >>> round(ndlite.ops.activation.erf(ndlite.tensor([0.5])).item(), 6)
+    0.5205
+    """
+    _float_input(x, "erf")
+    return unary(Erf, x)
+
+
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+_INV_SQRT_2 = 1.0 / math.sqrt(2.0)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+
+
+@register
+class Gelu(Op):
+    name = "gelu"
+    spec = Spec("gelu", call="ndlite.nn.functional:gelu", tol=TRANSCENDENTAL,
+                domain=(-4.0, 4.0), second_order=True)
+    save_inputs = True
+
+    @staticmethod
+    def forward(b, x, approximate):
+        if approximate == "tanh":
+            inner = b.mul(b.add(x, b.mul(b.mul(b.mul(x, x), x), 0.044715)), _SQRT_2_OVER_PI)
+            return b.mul(b.mul(x, 0.5), b.add(b.tanh(inner), 1))
+        cdf = b.mul(b.add(erf_approx(b, b.mul(x, _INV_SQRT_2)), 1), 0.5)
+        return b.mul(x, cdf)
+
+    @staticmethod
+    def backward(node, grad):
+        x = node.saved[0]
+        if node.params["approximate"] == "tanh":
+            inner = (x + x * x * x * 0.044715) * _SQRT_2_OVER_PI
+            t = inner.tanh()
+            d_inner = (1 + x * x * (3 * 0.044715)) * _SQRT_2_OVER_PI
+            return grad * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * d_inner)
+        cdf = (erf(x * _INV_SQRT_2) + 1) * 0.5
+        pdf = exp(x * x * -0.5) * _INV_SQRT_2PI
+        return grad * (cdf + x * pdf)
+
+
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+    """x * Phi(x), Phi the standard normal CDF; `approximate='tanh'` uses PyTorch's tanh
+    formula. The erf behind 'none' is a rational approximation (relative error < 1.2e-7).
+
+    >>> import ndlite
+    >>> round(ndlite.nn.functional.gelu(ndlite.tensor([1.0])).item(), 4)
+    0.8413
+    """
+    _float_input(input, "gelu")
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    return unary(Gelu, input, approximate=approximate)
+
+
+def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """Zeroes each element with probability `p` and scales the rest by 1 / (1 - p) while
+    training; the identity in eval mode. The mask comes from ndlite's seeded host generator
+    (`ndlite.manual_seed`), so a seed gives the same mask on every backend.
+
+    >>> import ndlite
+    >>> ndlite.nn.functional.dropout(ndlite.ones(4), 0.5, training=False).tolist()
+    [1.0, 1.0, 1.0, 1.0]
+    """
+    from ..creation import generator
+
+    _float_input(input, "dropout")
+    if not isinstance(p, numbers.Real) or not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout: probability must be between 0 and 1, got {p!r}")
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        return input * 0.0
+    keep = generator().random(input.shape) >= p
+    scale = (keep / (1.0 - p)).astype(input.dtype)
+    mask = Tensor._make(input._backend.from_numpy(np.ascontiguousarray(scale)), input._backend)
+    return input * mask
+
+
+declare("dropout", Spec("dropout", call="ndlite.testing.samplers_nn:seeded_dropout"))

@@ -1,0 +1,226 @@
+"""2-D convolution: conv2d and its two gradients, each an op, so gradients of gradients work.
+
+conv2d is bilinear in (input, weight). Writing C(x, w) for it, Gi(g, w) for its input
+gradient and Gw(x, g) for its weight gradient, the identities
+    <C(x, w), g> = <x, Gi(g, w)> = <w, Gw(x, g)>
+give every backward below: each of the three ops is differentiated with the other two.
+The computing is done by the backend's fast paths (protocol.py; fallback im2col + matmul).
+"""
+
+from __future__ import annotations
+
+import numbers
+
+from .. import autograd
+from ..errors import DTypeError, ShapeError
+from ..tensor import Tensor
+from .dispatch import check_same_backend
+from .registry import SCALED, Op, Spec, register
+
+
+def pair(value, name: str, op: str) -> tuple:
+    """An int or a pair of ints as an (h, w) pair."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return (int(value), int(value))
+    if isinstance(value, (tuple, list)) and len(value) == 2 and all(
+            isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in value):
+        return (int(value[0]), int(value[1]))
+    raise TypeError(f"{op}: {name} must be an int or a pair of ints, got {value!r}")
+
+
+def positive(value: tuple, name: str, op: str) -> tuple:
+    if min(value) <= 0:
+        raise ValueError(f"{op}: {name} must be positive, got {value}")
+    return value
+
+
+def _apply(op, inputs, params):
+    check_same_backend(op.name, *inputs)
+    b = inputs[0]._backend
+    out = Tensor._make(op.forward(b, *[t._data for t in inputs], **params), b)
+    if autograd.grad_enabled and any(t._rg for t in inputs):
+        autograd.record(op, tuple(inputs), out, params)
+    return out
+
+
+def _geometry(p: dict) -> dict:
+    return {k: p[k] for k in ("stride", "padding", "dilation", "groups")}
+
+
+@register
+class Conv2d(Op):
+    name = "conv2d"
+    spec = Spec("conv2d", call="ndlite.nn.functional:conv2d", tol=SCALED, second_order=True)
+    save_inputs = True
+
+    @staticmethod
+    def forward(b, x, weight, bias=None, *, stride, padding, dilation, groups):
+        out = b.conv2d(x, weight, stride, padding, dilation, groups)
+        if bias is not None:
+            out = b.add(out, b.reshape(bias, (1, bias.shape[0], 1, 1)))
+        return out
+
+    @staticmethod
+    def backward(node, grad):
+        x, weight = node.saved[0], node.saved[1]
+        p = _geometry(node.params)
+        grads = [None] * len(node.next)
+        if node.next[0] is not None:
+            grads[0] = conv2d_grad_input(grad, weight, x.shape, **p)
+        if node.next[1] is not None:
+            grads[1] = conv2d_grad_weight(x, grad, weight.shape, **p)
+        if len(node.next) > 2 and node.next[2] is not None:
+            grads[2] = grad.sum((0, 2, 3))
+        return tuple(grads)
+
+
+@register
+class Conv2dGradInput(Op):
+    """Gi(g, w): the gradient of conv2d with respect to its input."""
+
+    name = "conv2d_grad_input"
+    spec = Spec("conv2d_grad", call="ndlite.ops.conv:conv2d_grad_input", tol=SCALED,
+                params={"which": "input"})
+    save_inputs = True
+
+    @staticmethod
+    def forward(b, grad_output, weight, *, input_shape, stride, padding, dilation, groups):
+        return b.conv2d_grad_input(grad_output, weight, input_shape, stride, padding, dilation,
+                                   groups)
+
+    @staticmethod
+    def backward(node, grad):
+        grad_output, weight = node.saved
+        p = _geometry(node.params)
+        g_out = g_w = None
+        if node.next[0] is not None:  # <Gi(g, w), gg> = <C(gg, w), g>
+            g_out = _apply(Conv2d, [grad, weight], p)
+        if node.next[1] is not None:  # ... = <w, Gw(gg, g)>
+            g_w = conv2d_grad_weight(grad, grad_output, weight.shape, **p)
+        return g_out, g_w
+
+
+@register
+class Conv2dGradWeight(Op):
+    """Gw(x, g): the gradient of conv2d with respect to its weight."""
+
+    name = "conv2d_grad_weight"
+    spec = Spec("conv2d_grad", call="ndlite.ops.conv:conv2d_grad_weight", tol=SCALED,
+                params={"which": "weight"})
+    save_inputs = True
+
+    @staticmethod
+    def forward(b, x, grad_output, *, weight_shape, stride, padding, dilation, groups):
+        return b.conv2d_grad_weight(x, grad_output, weight_shape, stride, padding, dilation,
+                                    groups)
+
+    @staticmethod
+    def backward(node, grad):
+        x, grad_output = node.saved
+        p = _geometry(node.params)
+        g_x = g_out = None
+        if node.next[0] is not None:  # <Gw(x, g), gw> = <x, Gi(g, gw)>
+            g_x = conv2d_grad_input(grad_output, grad, x.shape, **p)
+        if node.next[1] is not None:  # ... = <C(x, gw), g>
+            g_out = _apply(Conv2d, [x, grad], p)
+        return g_x, g_out
+
+
+def conv2d_grad_input(grad_output: Tensor, weight: Tensor, input_shape: tuple, stride=(1, 1),
+                      padding=(0, 0), dilation=(1, 1), groups: int = 1) -> Tensor:
+    """The gradient of `conv2d(x, weight)` with respect to an x of `input_shape`, given the
+    output's gradient (geometry as (h, w) pairs; symmetric padding)."""
+    p = dict(stride=pair(stride, "stride", "conv2d_grad_input"),
+             padding=pair(padding, "padding", "conv2d_grad_input"),
+             dilation=pair(dilation, "dilation", "conv2d_grad_input"), groups=int(groups))
+    return _apply(Conv2dGradInput, [grad_output, weight],
+                  {"input_shape": tuple(input_shape), **p})
+
+
+def conv2d_grad_weight(x: Tensor, grad_output: Tensor, weight_shape: tuple, stride=(1, 1),
+                       padding=(0, 0), dilation=(1, 1), groups: int = 1) -> Tensor:
+    """The gradient of `conv2d(x, weight)` with respect to a weight of `weight_shape`."""
+    p = dict(stride=pair(stride, "stride", "conv2d_grad_weight"),
+             padding=pair(padding, "padding", "conv2d_grad_weight"),
+             dilation=pair(dilation, "dilation", "conv2d_grad_weight"), groups=int(groups))
+    return _apply(Conv2dGradWeight, [x, grad_output], {"weight_shape": tuple(weight_shape), **p})
+
+
+def _same_padding(kernel: tuple, dilation: tuple) -> list:
+    """(before, after) per dim: PyTorch's 'same' puts the odd extra element after."""
+    out = []
+    for k, d in zip(kernel, dilation):
+        total = d * (k - 1)
+        out.append((total // 2, total - total // 2))
+    return out
+
+
+def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
+           dilation=1, groups: int = 1) -> Tensor:
+    """2-D convolution (cross-correlation) of input (N, C, H, W) or (C, H, W) with weight
+    (O, C // groups, kh, kw), plus bias (O,). `padding` is an int, a pair, 'valid' or 'same'.
+
+    >>> import ndlite
+    >>> x, w = ndlite.ones(1, 1, 4, 4), ndlite.ones(2, 1, 3, 3)
+    >>> ndlite.nn.functional.conv2d(x, w, padding=1).shape
+    (1, 2, 4, 4)
+    """
+    op = "conv2d"
+    if input.ndim == 3:
+        return conv2d(input.unsqueeze(0), weight, bias, stride, padding, dilation,
+                      groups).squeeze(0)
+    if input.ndim != 4:
+        raise ShapeError(f"{op}: expected a 3-D (C, H, W) or 4-D (N, C, H, W) input, got shape "
+                         f"{input.shape}")
+    if weight.ndim != 4:
+        raise ShapeError(f"{op}: weight must be 4-D (out_channels, in_channels / groups, kh, "
+                         f"kw), got shape {weight.shape}")
+    tensors = [input, weight] + ([bias] if bias is not None else [])
+    for t in tensors:
+        if t.dtype.kind != "f" or t.dtype != input.dtype:
+            raise DTypeError(f"{op}: input, weight and bias must share one floating dtype, got "
+                             f"{[str(t.dtype) for t in tensors]}")
+    if not isinstance(groups, numbers.Integral) or groups <= 0:
+        raise ValueError(f"{op}: groups must be a positive integer, got {groups!r}")
+    stride = positive(pair(stride, "stride", op), "stride", op)
+    dilation = positive(pair(dilation, "dilation", op), "dilation", op)
+    n, c, h, w = input.shape
+    o, cg, kh, kw = weight.shape
+    if o % groups:
+        raise ShapeError(f"{op}: out_channels {o} (weight shape {weight.shape}) must be "
+                         f"divisible by groups={groups}")
+    if c != cg * groups:
+        raise ShapeError(f"{op}: input of shape {input.shape} has {c} channels, but weight of "
+                         f"shape {weight.shape} with groups={groups} expects {cg * groups}")
+    if bias is not None and bias.shape != (o,):
+        raise ShapeError(f"{op}: bias must have shape ({o},), got {bias.shape}")
+    if isinstance(padding, str):
+        if padding == "valid":
+            widths = [(0, 0), (0, 0)]
+        elif padding == "same":
+            if stride != (1, 1):
+                raise ValueError(f"{op}: padding='same' is not supported for strided "
+                                 f"convolutions (stride {stride})")
+            widths = _same_padding((kh, kw), dilation)
+        else:
+            raise ValueError(f"{op}: padding must be an int, a pair, 'valid' or 'same', got "
+                             f"{padding!r}")
+    else:
+        ph, pw = pair(padding, "padding", op)
+        if min(ph, pw) < 0:
+            raise ValueError(f"{op}: padding must be non-negative, got {(ph, pw)}")
+        widths = [(ph, ph), (pw, pw)]
+    if any(lo != hi for lo, hi in widths):  # asymmetric 'same': pad explicitly first
+        from .movement import pad
+
+        input = pad(input, (widths[1][0], widths[1][1], widths[0][0], widths[0][1]))
+        widths = [(0, 0), (0, 0)]
+        h, w = input.shape[2], input.shape[3]
+    padded = (h + 2 * widths[0][0], w + 2 * widths[1][0])
+    span = (dilation[0] * (kh - 1) + 1, dilation[1] * (kw - 1) + 1)
+    if span[0] > padded[0] or span[1] > padded[1]:
+        raise ShapeError(f"{op}: the kernel {(kh, kw)} with dilation {dilation} spans {span}, "
+                         f"larger than the padded input {padded} (input shape {input.shape})")
+    params = dict(stride=stride, padding=(widths[0][0], widths[1][0]), dilation=dilation,
+                  groups=int(groups))
+    return _apply(Conv2d, [input] + tensors[1:], params)
