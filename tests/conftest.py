@@ -1,32 +1,23 @@
-"""Shared test setup: hypothesis profiles and the `backend` fixture over every backend."""
+"""Shared test setup: hypothesis profiles, and `backend`, the kit plugin's `ndlite_backend`
+fixture under its short name (every available backend in turn, a missing one skipped with
+the reason; pick others with `--ndlite-backend NAME`)."""
 
 import pytest
 
-from ndlite.device.registry import probe
 from ndlite.testing import register_profiles
+from ndlite.testing.plugin import chosen_backends, report_lines
 
 PROFILE = register_profiles()
-BACKENDS = ["numpy", "opencl", "cupy"]
 
 
 def pytest_report_header(config):
     lines = [f"hypothesis profile: {PROFILE}"]
-    for name in BACKENDS:
-        backend, why = probe(name)
-        lines.append(f"backend {name}: " + (f"available ({backend.device_name()})" if backend
-                                           else f"skipped: {why}"))
+    if not config.getoption("ndlite_backends"):  # else the plugin prints them
+        lines += report_lines(chosen_backends(config))
     return lines
 
 
-def pytest_generate_tests(metafunc):
-    if "backend" in metafunc.fixturenames:
-        metafunc.parametrize("backend", BACKENDS, indirect=True)
-
-
-@pytest.fixture
-def backend(request):
-    """Each available backend in turn; a missing one is skipped with the reason."""
-    found, why = probe(request.param)
-    if found is None:
-        pytest.skip(f"backend {request.param} unavailable: {why}")
-    return found
+@pytest.fixture(scope="session")
+def backend(ndlite_backend):
+    """Each available backend in turn (the plugin's `ndlite_backend`)."""
+    return ndlite_backend

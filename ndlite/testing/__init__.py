@@ -1,9 +1,13 @@
-"""ndlite's testing kit: samplers drawn from each op's spec, the tolerance policy, gradchecks.
+"""ndlite's testing kit: samplers drawn from each op's spec, the tolerance policy, gradchecks,
+and the comparison of any backend against the reference (the conformance kit).
 
 It is a public part of the library (like `chainer.testing`): backend authors use it to prove
-their backend right. Needs the `test` extra (hypothesis, pytest).
+their backend right, with `ndlite conformance --backend NAME` or
+`pytest --pyargs ndlite.testing.suite --ndlite-backend NAME`. Needs the `test` extra
+(hypothesis, pytest).
 """
 
+from .compare import REFERENCE, ConformanceError, Outcome, check, compare
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from .kinks import MARGIN
 from .profiles import register_profiles
@@ -11,5 +15,6 @@ from .samplers import SAMPLERS, Case, sampler, strategy
 from . import samplers_nn  # noqa: E402,F401,I001  (registers the NN ops' samplers)
 from .tolerance import Verdict, judge
 
-__all__ = ["Case", "GradcheckError", "MARGIN", "SAMPLERS", "Verdict", "gradcheck",
-           "gradgradcheck", "judge", "register_profiles", "sampler", "strategy"]
+__all__ = ["REFERENCE", "Case", "ConformanceError", "GradcheckError", "MARGIN", "Outcome",
+           "SAMPLERS", "Verdict", "check", "compare", "gradcheck", "gradgradcheck", "judge",
+           "register_profiles", "sampler", "strategy"]

@@ -66,9 +66,21 @@ def strategy(spec, dtype) -> st.SearchStrategy:
 # ---- building blocks --------------------------------------------------------------------------
 
 
+def _inside(bound: float, dtype: np.dtype, up: bool) -> float:
+    """`bound` rounded into the range to the nearest value `dtype` can hold (0.05 in float32)."""
+    value = np.dtype(dtype).type(bound)
+    if (up and value < bound) or (not up and value > bound):
+        value = np.nextafter(value, np.dtype(dtype).type(np.inf if up else -np.inf))
+    return float(value)
+
+
 def floats(dtype: np.dtype, lo: float, hi: float) -> st.SearchStrategy:
+    dtype = np.dtype(dtype)
+    width = 32 if dtype == np.float32 else 64
+    if width == 32:
+        lo, hi = _inside(lo, dtype, up=True), _inside(hi, dtype, up=False)
     return st.floats(lo, hi, allow_nan=False, allow_infinity=False, allow_subnormal=False,
-                     width=32 if dtype == np.float32 else 64)
+                     width=width)
 
 
 def arrays(dtype, shape, lo=-2.0, hi=2.0) -> st.SearchStrategy:

@@ -1,10 +1,19 @@
 """The tolerance policy (DESIGN.md), as one function that judges a result against the reference.
 
-- SCALED (contractions, arithmetic): |y - r| <= 8 eps(dtype) S per element, where S is the op
-  applied to the absolute values of the inputs in float64. A plain rtol fails on cancellation;
-  S knows how large the terms were.
-- EXACT (selection, movement): bitwise equal.
-- TRANSCENDENTAL: rtol 1e-5, atol 1e-6 for float32; rtol 1e-12, atol 1e-13 for float64.
+- SCALED (contractions, arithmetic): |y - r| <= 8 (eps(dtype) S + tiny(dtype)) per element,
+  where S is the op applied to the absolute values of the inputs in float64 (see
+  `magnitude.py`). A plain rtol fails on cancellation; S knows how large the terms were. The
+  `tiny` term (the smallest normal number) is the underflow allowance of the standard model of
+  floating point: products of tiny inputs may go subnormal, or flush to zero on a GPU.
+- EXACT (selection, movement): bitwise equal (-0.0 and 0.0 differ; NaN equals NaN).
+- TRANSCENDENTAL: |y - r| <= atol + rtol S, S = |r| unless given; rtol 1e-5, atol 1e-6 for
+  float32 and rtol 1e-12, atol 1e-13 for float64.
+
+Where both results hold the same non-finite value (inf, -inf, NaN) the error there is 0.
+
+>>> import numpy as np
+>>> judge(np.float32([1.0, 2.0]), np.array([1.0, 2.0 + 1e-7]), "scaled", "float32").ok
+True
 """
 
 from __future__ import annotations
@@ -16,6 +25,8 @@ import numpy as np
 from ..ops.registry import EXACT, SCALED, TRANSCENDENTAL
 
 TRANSCENDENTAL_TOL = {np.dtype("float32"): (1e-5, 1e-6), np.dtype("float64"): (1e-12, 1e-13)}
+#: the multiple of eps(dtype) * S that SCALED allows
+SCALED_ULPS = 8
 
 
 @dataclass
@@ -26,10 +37,32 @@ class Verdict:
     message: str = ""
 
 
+def _same_nonfinite(actual: np.ndarray, reference: np.ndarray) -> np.ndarray:
+    a = actual.astype(np.float64)
+    both_nan = np.isnan(a) & np.isnan(reference)
+    same_inf = np.isinf(a) & np.isinf(reference) & (np.sign(a) == np.sign(reference))
+    return both_nan | same_inf
+
+
+def _exact(actual: np.ndarray, reference: np.ndarray) -> Verdict:
+    expected = reference.astype(actual.dtype) if reference.dtype != actual.dtype else reference
+    if actual.dtype.kind == "f":
+        same = (actual == expected) | (np.isnan(actual) & np.isnan(expected))
+        same &= np.signbit(actual) == np.signbit(expected)  # bitwise: -0.0 and 0.0 differ
+    else:
+        same = actual == expected
+    if same.all():
+        return Verdict(True, 0.0)
+    idx = tuple(int(i) for i in np.argwhere(~same)[0])
+    return Verdict(False, np.inf, idx, f"not bitwise equal at {idx}: {actual[idx]!r} vs "
+                                       f"reference {expected[idx]!r} "
+                                       f"({int((~same).sum())} of {same.size} elements differ)")
+
+
 def judge(actual, reference, tol: str, dtype, scale=None) -> Verdict:
     """Compare `actual` (a backend's result, as NumPy) with `reference` (float64) under `tol`.
 
-    `scale` is S for SCALED (same shape as reference); without it, |reference| is used.
+    `scale` is S (broadcastable to the reference's shape); without it, |reference| is used.
     """
     actual = np.asarray(actual)
     reference = np.asarray(reference)
@@ -40,27 +73,22 @@ def judge(actual, reference, tol: str, dtype, scale=None) -> Verdict:
     if actual.size == 0:
         return Verdict(True, 0.0)
     if actual.dtype.kind in "biu" or reference.dtype.kind in "biu" or tol == EXACT:
-        expected = reference.astype(actual.dtype) if reference.dtype != actual.dtype else reference
-        same = (actual == expected) | (np.isnan(actual) & np.isnan(expected)) \
-            if actual.dtype.kind == "f" else actual == expected
-        if actual.dtype.kind == "f":  # bitwise: -0.0 and 0.0 differ too
-            same &= np.signbit(actual) == np.signbit(expected)
-        if same.all():
-            return Verdict(True, 0.0)
-        idx = tuple(int(i) for i in np.argwhere(~same)[0])
-        return Verdict(False, np.inf, idx, f"not bitwise equal at {idx}: {actual[idx]!r} vs "
-                                           f"reference {expected[idx]!r}")
-    err = np.abs(actual.astype(np.float64) - reference)
-    if tol == SCALED:
-        s = np.abs(reference) if scale is None else np.asarray(scale, dtype=np.float64)
-        bound = 8 * np.finfo(dtype).eps * s
-    elif tol == TRANSCENDENTAL:
-        rtol, atol = TRANSCENDENTAL_TOL[dtype]
-        bound = atol + rtol * np.abs(reference)
-    else:
+        return _exact(actual, reference)
+    if tol not in (SCALED, TRANSCENDENTAL):
         raise ValueError(f"unknown tolerance class {tol!r}")
-    with np.errstate(divide="ignore", invalid="ignore"):
+    reference = reference.astype(np.float64)
+    s = np.abs(reference) if scale is None else np.asarray(scale, dtype=np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        err = np.abs(actual.astype(np.float64) - reference)
+        if tol == SCALED:
+            info = np.finfo(dtype)
+            bound = SCALED_ULPS * (info.eps * s + info.tiny)
+        else:
+            rtol, atol = TRANSCENDENTAL_TOL[dtype]
+            bound = atol + rtol * s
+        bound = np.broadcast_to(bound, err.shape)
         units = np.where(err == 0, 0.0, err / bound)
+    units = np.where(_same_nonfinite(actual, reference), 0.0, units)
     units = np.where(np.isnan(units), np.inf, units)
     worst = float(units.max())
     if worst <= 1:

@@ -1,0 +1,252 @@
+"""One op, one drawn case, one backend, against the reference: values, every VJP, determinism.
+
+The comparison (DESIGN.md, "Tolerance policy"):
+1. run the op on the backend under test in `dtype` (float32 inputs as drawn), then the VJP for
+   every differentiable input with one random cotangent per float output;
+2. run the same on the reference, the NumPy backend in float64 on the same inputs cast up,
+   with the same cotangents cast up;
+3. judge each output and each gradient under the op's tolerance class: SCALED against
+   8 eps S (S from the magnitude backend, or the spec's `bound`), EXACT bitwise (its gradients,
+   which may sum cotangents, are SCALED), TRANSCENDENTAL by rtol/atol (its gradients scaled
+   by the magnitude VJP, so cancelling sums are not misjudged);
+4. run the backend a second time: outputs and gradients must be bitwise identical.
+
+>>> import numpy as np
+>>> from ndlite.testing import Case, compare
+>>> case = Case([np.float32([[1, 2], [3, 4]]), np.float32([[1], [-1]])])
+>>> compare("matmul", case, "numpy", "float32").ok
+True
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+
+import numpy as np
+
+import ndlite
+
+from ..device.registry import get_backend
+from ..ops.registry import EXACT, SCALED, TRANSCENDENTAL, resolve
+from .catalog import get_op
+from .magnitude import magnitude_backend
+from .samplers import Case
+from .tolerance import Verdict, judge
+
+#: the name of the backend every other one is compared with
+REFERENCE = "numpy"
+
+
+class ConformanceError(AssertionError):
+    """A backend disagrees with the reference (raised by `check`)."""
+
+
+@dataclass
+class Run:
+    """What one execution of an op produced, as host arrays."""
+
+    outputs: list  # every tensor output, in order
+    grads: list  # one per differentiable input (None where no gradient reached it)
+
+
+@dataclass
+class Outcome:
+    """The verdicts of one comparison, keyed "value", "value[1]", "grad[0]", "determinism"."""
+
+    op: str
+    backend: str
+    dtype: str
+    checks: dict = field(default_factory=dict)
+    error: str = ""  # the backend raised where the reference did not
+
+    @property
+    def ok(self) -> bool:
+        return not self.error and all(v.ok for v in self.checks.values())
+
+    @property
+    def worst(self) -> float:
+        """The worst error over every check, in units of its tolerance."""
+        if self.error:
+            return float("inf")
+        return max((v.worst for v in self.checks.values()), default=0.0)
+
+    def failures(self) -> list[str]:
+        lines = [f"raised {self.error}"] if self.error else []
+        return lines + [f"{what}: {v.message}" for what, v in self.checks.items() if not v.ok]
+
+    def __str__(self) -> str:
+        head = f"{self.op} on {self.backend} in {self.dtype}"
+        if self.ok:
+            return f"{head}: ok (worst {self.worst:.3g} of the tolerance)"
+        return head + ":\n  " + "\n  ".join(self.failures())
+
+
+def _outputs(out) -> list:
+    outs = list(out) if isinstance(out, (tuple, list)) else [out]
+    return [o for o in outs if isinstance(o, ndlite.Tensor)]
+
+
+def _host(t) -> np.ndarray:
+    return np.array(t.detach().numpy(), copy=True)
+
+
+def cotangents(shapes: list, dtype, seed: int) -> list[np.ndarray]:
+    """Seeded standard-normal cotangents, rounded to `dtype` (shared by every run)."""
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(shape).astype(dtype) for shape in shapes]
+
+
+def execute(fn, case: Case, inputs: list, backend, grad: list[int], cots=None,
+            seed: int = 0, cot_dtype=np.float32) -> tuple[Run, list]:
+    """Run `fn` on `backend` and, when `grad` is non-empty, its VJP with `cots` (drawn from
+    `seed` in `cot_dtype` when None). Returns the run and the cotangents used."""
+    tensors = [ndlite.tensor(a, backend=backend, requires_grad=i in grad)
+               for i, a in enumerate(inputs)]
+    with ndlite.enable_grad():
+        outs = _outputs(case.call(fn, tensors))
+    outputs = [_host(o) for o in outs]
+    if not grad:
+        return Run(outputs, []), []
+    diff = [o for o in outs if o.requires_grad]
+    if cots is None:
+        cots = cotangents([o.shape for o in diff], cot_dtype, seed)
+    if not diff:
+        return Run(outputs, [np.zeros_like(inputs[i]) for i in grad]), cots
+    grad_outputs = [ndlite.tensor(np.asarray(v, dtype=o.dtype), backend=backend)
+                    for o, v in zip(diff, cots)]
+    found = ndlite.autograd.grad(diff, [tensors[i] for i in grad], grad_outputs=grad_outputs,
+                                 allow_unused=True)
+    grads = [np.zeros(inputs[i].shape, inputs[i].dtype) if g is None else _host(g)
+             for g, i in zip(found, grad)]
+    return Run(outputs, grads), cots
+
+
+def _cast_floats(arrays: list, dtype, magnitude: bool = False) -> list:
+    out = []
+    for a in arrays:
+        a = np.asarray(a)
+        if a.dtype.kind == "f":
+            a = a.astype(dtype)
+            if magnitude:
+                a = np.abs(a)
+        out.append(a)
+    return out
+
+
+def _bound(spec, inputs: list, params: dict) -> np.ndarray:
+    """The spec's own S: `bound(*|float64 inputs|, **the params it names)`."""
+    sig = inspect.signature(spec.bound)
+    named = {k: v for k, v in params.items() if k in sig.parameters}
+    return np.asarray(spec.bound(*_cast_floats(inputs, np.float64, magnitude=True), **named),
+                      dtype=np.float64)
+
+
+def _expected_dtype(reference: np.ndarray, dtype: np.dtype) -> np.dtype:
+    return dtype if reference.dtype.kind == "f" else reference.dtype
+
+
+def _judge_one(actual, reference, tol, dtype, scale=None) -> Verdict:
+    want = _expected_dtype(reference, dtype)
+    if actual.dtype != want:
+        return Verdict(False, np.inf, None,
+                       f"dtype {actual.dtype} differs from the expected {want}")
+    if scale is not None:
+        scale = np.maximum(np.nan_to_num(np.abs(scale), nan=0.0), np.abs(reference))
+    return judge(actual, reference, tol, dtype, scale)
+
+
+def _bitwise(first: Run, second: Run) -> Verdict:
+    pairs = [("value", a, b) for a, b in zip(first.outputs, second.outputs)]
+    pairs += [("grad", a, b) for a, b in zip(first.grads, second.grads)]
+    for what, a, b in pairs:
+        v = judge(a, b, EXACT, a.dtype)
+        if not v.ok:
+            return Verdict(False, np.inf, v.where, f"a second run differs in a {what}: "
+                                                   f"{v.message}")
+    return Verdict(True, 0.0)
+
+
+def compare(op, case: Case, backend, dtype, seed: int = 0,
+            determinism: bool = True) -> Outcome:
+    """Judge `op` (a registry op or its name) on `backend` for one drawn `case`.
+
+    `case.inputs` are in `dtype` already (as a sampler draws them); `seed` picks the
+    cotangents. Exceptions of the reference propagate (the case itself is bad); an exception
+    of the backend under test is a failure.
+    """
+    op = get_op(op) if isinstance(op, str) else op
+    spec = op.spec
+    backend = get_backend(backend)
+    dtype = np.dtype(dtype)
+    fn = resolve(op)
+    grad = case.differentiable() if spec.grad else []
+    outcome = Outcome(op.name, backend.name, str(dtype))
+
+    # cotangents are drawn in `dtype`, so the backend and the reference see the same values
+    reference, cots = execute(fn, case, _cast_floats(case.inputs, np.float64),
+                              get_backend(REFERENCE), grad, seed=seed, cot_dtype=dtype)
+    try:
+        actual, _ = execute(fn, case, case.inputs, backend, grad, cots=cots)
+    except Exception as exc:  # noqa: BLE001 - any error of the backend is a finding
+        outcome.error = f"{type(exc).__name__}: {exc}"
+        return outcome
+    if len(actual.outputs) != len(reference.outputs):
+        outcome.error = (f"returned {len(actual.outputs)} tensors, the reference "
+                         f"{len(reference.outputs)}")
+        return outcome
+
+    magnitude = None
+    needs_magnitude = bool(grad) or (spec.tol == SCALED and spec.bound is None)
+    if needs_magnitude:
+        magnitude, _ = execute(fn, case, _cast_floats(case.inputs, np.float64, magnitude=True),
+                               magnitude_backend(), grad,
+                               cots=_cast_floats(cots, np.float64, magnitude=True))
+
+    for k, (a, r) in enumerate(zip(actual.outputs, reference.outputs)):
+        what = "value" if len(actual.outputs) == 1 else f"value[{k}]"
+        scale = None
+        if spec.tol == SCALED and r.dtype.kind == "f":
+            scale = _bound(spec, case.inputs, case.params) if spec.bound is not None \
+                else magnitude.outputs[k]
+        outcome.checks[what] = _judge_one(a, r, spec.tol, dtype, scale)
+
+    grad_tol = TRANSCENDENTAL if spec.tol == TRANSCENDENTAL else SCALED
+    for k, i in enumerate(grad):
+        a, r, m = actual.grads[k], reference.grads[k], magnitude.grads[k]
+        outcome.checks[f"grad[{i}]"] = _judge_one(a, r, grad_tol, dtype, m)
+
+    if determinism:
+        again, _ = execute(fn, case, case.inputs, backend, grad, cots=cots)
+        outcome.checks["determinism"] = _bitwise(actual, again)
+    return outcome
+
+
+def check(op, case: Case, backend, dtype, seed: int = 0, determinism: bool = True) -> Outcome:
+    """`compare`, raising ConformanceError with every failed check when it does not pass."""
+    outcome = compare(op, case, backend, dtype, seed, determinism)
+    if not outcome.ok:
+        raise ConformanceError(str(outcome))
+    return outcome
+
+
+def cases(op, dtype):
+    """The hypothesis strategy of Cases for `op` in `dtype`: the op's sampler, with inputs
+    moved off its kinks when its tolerance is not bitwise (near a kink, float32 rounding
+    decides the branch and the results are ill-conditioned, not wrong). Bitwise ops keep
+    their ties: a backend must break them the reference's way."""
+    from . import kinks
+    from .samplers import strategy
+
+    op = get_op(op) if isinstance(op, str) else op
+    spec = op.spec
+    drawn = strategy(spec, dtype)
+    if spec.kinks is None or spec.tol == EXACT:
+        return drawn
+
+    def off_kinks(case: Case) -> Case:
+        grad = case.differentiable()
+        inputs = kinks.apply(spec.kinks, case.inputs, case.params, grad)
+        return Case(inputs, case.params, case.grad, case.invoke)
+
+    return drawn.map(off_kinks)

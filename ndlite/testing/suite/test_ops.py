@@ -1,0 +1,34 @@
+"""Every registered op, on the backend under test, against the reference: forward values,
+the VJP of every differentiable input, and a bitwise-identical second run (`compare`).
+
+Cases come from each op's spec (`ndlite.testing.samplers`); a dtype the backend does not
+report is skipped with the reason, and a dtype the spec does not list is not generated.
+"""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ndlite.testing.catalog import dtype_skip_reason, get_op, op_names
+from ndlite.testing.compare import cases, check
+
+DTYPES = ("float32", "float64")
+
+
+def _params():
+    for name in op_names():
+        for dtype in DTYPES:
+            if dtype in get_op(name).spec.dtypes:
+                yield pytest.param(name, dtype, id=f"{name}-{dtype}")
+
+
+@pytest.mark.parametrize(("name", "dtype"), list(_params()))
+@given(data=st.data())
+def test_op(ndlite_backend, name, dtype, data):
+    why = dtype_skip_reason(ndlite_backend, dtype)
+    if why:
+        pytest.skip(why)
+    case = data.draw(cases(name, dtype), label="case")
+    seed = data.draw(st.integers(0, 2**16 - 1), label="cotangent seed")
+    check(name, case, ndlite_backend, np.dtype(dtype), seed)
