@@ -1,0 +1,229 @@
+"""The CuPy backend: ndlite on NVIDIA GPUs (CUDA), one instance per device ("cupy:0", ...).
+
+Every primitive comes from the shared xp base over `cupy`, whose hot ufuncs are bound as
+instance attributes (a call costs no Python frame of ours). This class overrides only what
+CuPy does differently from the contract:
+- maximum, minimum, relu follow NumPy bitwise on ties of -0.0/+0.0 and on NaN; sigmoid is one
+  fused kernel instead of five passes (kernels/elementwise.cu);
+- gather, scatter_add and put use gather-per-output kernels: no atomics, bitwise
+  deterministic run to run (indexing.py);
+- reductions over no axes, `to_numpy` (a copy), `assign` between overlapping buffers.
+
+Memory comes from CuPy's pool with ndlite's out-of-memory rule (memory.py). float32 matmul
+never uses TF32 (see `_pin_fp32_matmul`). Work is queued on the device's current stream;
+`to_numpy` and `synchronize` wait for it.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ndlite.device import Backend, BackendUnavailableError, XpBackend
+
+INSTALL = "pip install 'ndlite[cuda12]' or 'ndlite[cuda13]' (the one matching your CUDA driver)"
+
+
+def _import_cupy():
+    try:
+        import cupy
+    except ModuleNotFoundError as exc:
+        if exc.name != "cupy":
+            raise BackendUnavailableError(
+                "cupy", f"CuPy is installed but broken: {exc}", f"reinstall CuPy: {INSTALL}"
+            ) from None
+        raise BackendUnavailableError("cupy", "CuPy is not installed", INSTALL) from None
+    except Exception as exc:  # noqa: BLE001 - e.g. CUDA libraries missing: report, don't crash
+        raise BackendUnavailableError(
+            "cupy", f"CuPy failed to import ({type(exc).__name__}: {exc})",
+            f"install the CuPy build for your CUDA version: {INSTALL}",
+        ) from None
+    return cupy
+
+
+def _device_index(cupy, device: str | None) -> int:
+    """The CUDA device number that `device` ("", None, "0", "1", ...) names."""
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as exc:  # noqa: BLE001 - CUDARuntimeError: no driver, no GPU, old driver
+        raise BackendUnavailableError(
+            "cupy", f"no usable CUDA device ({exc})",
+            "check that `nvidia-smi` lists a GPU and that the driver supports CuPy's CUDA version",
+        ) from None
+    if count == 0:
+        raise BackendUnavailableError("cupy", "no CUDA device found", "run on a machine with an "
+                                      "NVIDIA GPU, or pick another backend (NDLITE_BACKEND)")
+    if device is None or device == "":
+        return cupy.cuda.runtime.getDevice()
+    if not device.isdigit():
+        raise BackendUnavailableError(
+            "cupy", f"device {device!r} is not a device number",
+            f"use cupy or cupy:N with N from 0 to {count - 1}")
+    index = int(device)
+    if index >= count:
+        raise BackendUnavailableError(
+            "cupy", f"device {index} does not exist: {count} CUDA device(s) found",
+            f"use cupy:0 to cupy:{count - 1}")
+    return index
+
+
+def _pin_fp32_matmul() -> None:
+    """No TF32 for float32 matmul, whatever CUPY_TF32 says.
+
+    CuPy's matmul calls cublasGemmEx with a compute type chosen once per process, from the
+    environment variable CUPY_TF32 (CUBLAS_COMPUTE_32F_FAST_TF32 when it is > 0). Pinning it
+    to COMPUTE_TYPE_DEFAULT gives CUBLAS_COMPUTE_32F, full float32 precision (CuPy's handles
+    stay in CUBLAS_DEFAULT_MATH, so cuBLAS does not substitute TF32 tensor-op math either).
+    This is process-wide: raw CuPy float32 matmuls in the same process run without TF32 too.
+    """
+    try:
+        from cupy._core import _routines_linalg as linalg
+
+        linalg.set_compute_type(np.float32, linalg.COMPUTE_TYPE_DEFAULT)
+    except (ImportError, AttributeError):  # a CuPy without the switch reads CUPY_TF32 itself
+        if os.environ.get("CUPY_TF32", "0").strip() not in ("", "0"):
+            raise BackendUnavailableError(
+                "cupy", "CUPY_TF32 asks for TF32 float32 matmuls and this CuPy cannot be told "
+                        "otherwise (ndlite computes float32 in full precision)",
+                "unset CUPY_TF32") from None
+
+
+#: every primitive and fast path of the contract (what runs on a device)
+_PRIMITIVES = tuple(sorted(
+    name for name, value in vars(Backend).items()
+    if callable(value) and not name.startswith("_") and name != "device_name"
+))
+
+
+def _on_device(fn, device):
+    """`fn` run with `device` current (for a backend whose device is not the current one)."""
+
+    def call(*args, **kwargs):
+        with device:
+            return fn(*args, **kwargs)
+
+    call.__name__ = getattr(fn, "__name__", "primitive")
+    return call
+
+
+def _version(v: int) -> str:
+    """CUDA's integer version (13000) as "13.0"."""
+    return f"{v // 1000}.{v % 1000 // 10}"
+
+
+class CupyBackend(XpBackend):
+    """A CUDA device through CuPy. `device` is None (the current device) or "0", "1", ...
+
+    `switch_device` makes every primitive make its device current first (a `with Device`
+    per call, a few microseconds). It is on by default for a device that was not current when
+    the backend started (cupy:1 while device 0 is current), off otherwise: then primitives
+    are CuPy's ufuncs themselves, and run on whichever device is current.
+    """
+
+    kind = "cupy"
+    asynchronous = True
+
+    def __init__(self, device: str | None = None, *, switch_device: bool | None = None):
+        cupy = _import_cupy()
+        index = _device_index(cupy, device)
+        from . import indexing, memory
+        from .kernels import kernels
+
+        self.name = f"cupy:{index}"
+        self._device = cupy.cuda.Device(index)
+        with self._device:
+            self._pool = memory.install()
+            _pin_fp32_matmul()
+        super().__init__(cupy)
+        k = kernels()
+        self.maximum, self.minimum = k.maximum, k.minimum
+        self.relu, self.sigmoid = k.relu, k.sigmoid
+        self.matmul = cupy.matmul
+        self._indexing = indexing
+        if switch_device is None:
+            switch_device = index != cupy.cuda.runtime.getDevice()
+        self.switch_device = switch_device
+        if switch_device:
+            for name in _PRIMITIVES:
+                setattr(self, name, _on_device(getattr(self, name), self._device))
+
+    # ---- identity and capabilities ---------------------------------------------------------
+
+    def device_name(self) -> str:
+        props = self.xp.cuda.runtime.getDeviceProperties(self._device.id)
+        name = props["name"]
+        return name.decode() if isinstance(name, bytes) else str(name)
+
+    def info(self) -> dict:
+        cupy = self.xp
+        runtime = cupy.cuda.runtime
+        props = runtime.getDeviceProperties(self._device.id)
+        free, total = self._device.mem_info
+        devices = []
+        for i in range(runtime.getDeviceCount()):
+            p = runtime.getDeviceProperties(i)
+            name = p["name"].decode() if isinstance(p["name"], bytes) else p["name"]
+            devices.append(f"cupy:{i}: {name} ({p['totalGlobalMem'] / 2**30:.1f} GiB, "
+                           f"compute capability {p['major']}.{p['minor']})")
+        with self._device:
+            pool = f"{self._pool.used_bytes():,} bytes in use, {self._pool.total_bytes():,} held"
+        return {
+            **super().info(),
+            "compute_capability": f"{props['major']}.{props['minor']}",
+            "multiprocessors": props["multiProcessorCount"],
+            "memory": f"{total / 2**30:.1f} GiB total, {free / 2**30:.1f} GiB free",
+            "memory_pool": pool,
+            "cuda_runtime": _version(runtime.runtimeGetVersion()),
+            "cuda_driver": _version(runtime.driverGetVersion()),
+            "cupy": cupy.__version__,
+            "tf32": "off (float32 matmul computes in CUBLAS_COMPUTE_32F)",
+            "devices": devices,
+        }
+
+    def memory_in_use(self) -> int:
+        return self._pool.used_bytes()
+
+    # ---- transfer and memory ---------------------------------------------------------------
+
+    def to_numpy(self, x):
+        return x.get()  # a host copy; waits for the work that produces x
+
+    def synchronize(self) -> None:
+        self._device.synchronize()
+
+    def assign(self, dst, src):
+        cupy = self.xp
+        if isinstance(src, cupy.ndarray) and cupy.may_share_memory(dst, src):
+            src = src.copy()  # NumPy reads all of src before writing; a GPU copy would race
+        cupy.copyto(dst, src, casting="unsafe")
+
+    # ---- reductions ------------------------------------------------------------------------
+
+    def sum(self, x, axes, keepdims):
+        if not axes:  # NumPy reduces nothing, but sums bool and int32 to int64 all the same
+            return x.astype(np.int64) if x.dtype.kind in "biu" else x.copy()
+        return x.sum(axis=axes, keepdims=keepdims)
+
+    def max(self, x, axes, keepdims):
+        return x.max(axis=axes, keepdims=keepdims) if axes else x.copy()
+
+    def min(self, x, axes, keepdims):
+        return x.min(axis=axes, keepdims=keepdims) if axes else x.copy()
+
+    def argmax(self, x, axis, keepdims):
+        return x.argmax(axis=axis, keepdims=keepdims).astype(np.int64, copy=False)
+
+    def argmin(self, x, axis, keepdims):
+        return x.argmin(axis=axis, keepdims=keepdims).astype(np.int64, copy=False)
+
+    # ---- indexing --------------------------------------------------------------------------
+
+    def gather(self, x, index, axis):
+        return self._indexing.gather(x, index, axis)
+
+    def scatter_add(self, index, values, axis, size):
+        return self._indexing.scatter_add(index, values, axis, size)
+
+    def put(self, dst, flat_index, values):
+        self._indexing.put(dst, flat_index, values)

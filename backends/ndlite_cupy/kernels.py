@@ -1,0 +1,91 @@
+"""The CUDA kernels of the CuPy backend, built from the sources in kernels/*.cu.
+
+Each kernel is a CuPy ElementwiseKernel whose body calls a device function from a .cu file
+beside this one. CuPy compiles a kernel with NVRTC at its first call for a given device, dtype
+and number of dims, and caches the binary (in memory and under ~/.cupy/kernel_cache): kernels
+are built lazily, once. A kernel that fails to compile raises ndlite's KernelBuildError with
+NVRTC's log. No kernel is built with fast math (NVRTC's default: IEEE division and sqrt).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+import cupy
+from cupy.cuda.compiler import CompileException
+
+from ndlite.device import KernelBuildError
+
+SOURCES = Path(__file__).with_name("kernels")
+
+
+@cache
+def source(name: str) -> str:
+    """The text of kernels/<name>.cu."""
+    return (SOURCES / f"{name}.cu").read_text()
+
+
+def elementwise(in_params: str, out_params: str, operation: str, name: str,
+                preamble: str = ""):
+    """An ElementwiseKernel that raises KernelBuildError (with the compiler's log) when it
+    fails to compile. The wrapper is one Python frame; CuPy still caches per device/dtype.
+
+    >>> relu = elementwise("T x", "T y", "y = x > 0 ? x : 0", "my_relu")  # doctest: +SKIP
+    """
+    kernel = cupy.ElementwiseKernel(in_params, out_params, operation, name, preamble=preamble)
+
+    def call(*args, **kwargs):
+        try:
+            return kernel(*args, **kwargs)
+        except CompileException as exc:
+            raise KernelBuildError(
+                f"cupy: CUDA kernel {name!r} ({in_params} -> {out_params}) failed to compile",
+                log=str(exc),
+            ) from None
+
+    call.kernel = kernel
+    call.__name__ = name
+    return call
+
+
+class Kernels:
+    """The backend's kernels, one set per process (CuPy compiles them per device)."""
+
+    def __init__(self):
+        activations = source("elementwise")
+        self.maximum = elementwise("T a, T b", "T y", "y = ndl_maximum(a, b)", "ndlite_maximum",
+                                   activations)
+        self.minimum = elementwise("T a, T b", "T y", "y = ndl_minimum(a, b)", "ndlite_minimum",
+                                   activations)
+        self.relu = elementwise("T x", "T y", "y = ndl_relu(x)", "ndlite_relu", activations)
+        self.sigmoid = elementwise("T x", "T y", "y = ndl_sigmoid(x)", "ndlite_sigmoid",
+                                   activations)
+
+        indexing = source("indexing")
+        self.gather = elementwise(
+            "I idx, raw T x, int64 J, int64 S, int64 Q", "T out",
+            "out = ndl_gather<T>(x, idx, i, J, S, Q)", "ndlite_gather", indexing)
+        self.scatter_add_direct = elementwise(
+            "raw T values, raw I index, int64 J, int64 S, int64 Q", "T out",
+            "out = ndl_scatter_add_direct<T>(values, index, i, J, S, Q)",
+            "ndlite_scatter_add_direct", indexing)
+        self.scatter_key = elementwise(
+            "I s, int64 J, int64 S, int64 Q", "int64 key",
+            "key = ndl_scatter_key(s, i, J, S, Q)", "ndlite_scatter_key", indexing)
+        self.scatter_add_sorted = elementwise(
+            "raw int64 keys, raw int64 starts, raw T values, int64 J, int64 S, int64 Q",
+            "T out", "out = ndl_scatter_add_sorted<T>(keys, starts, values, i, J, S, Q)",
+            "ndlite_scatter_add_sorted", indexing)
+        self.put_key = elementwise(
+            "I position, int64 n", "int64 key", "key = ndl_put_key(position, i, n)",
+            "ndlite_put_key", indexing)
+        self.put_last = elementwise(
+            "raw int64 keys, raw T values, int64 n", "raw T dst",
+            "ndl_put_last(keys, values, dst, i, n)", "ndlite_put_last", indexing)
+
+
+@cache
+def kernels() -> Kernels:
+    """The kernel set (built on first use; compiling waits for each kernel's first call)."""
+    return Kernels()

@@ -1,0 +1,397 @@
+"""The CuPy backend's own promises, against the NumPy backend as the reference: device
+selection, transfers, NumPy's bitwise rules for selection ops, deterministic gather /
+scatter_add / put (through views too), reductions, float32 matmul without TF32, the
+out-of-memory rule and kernel build errors. (Every op's values and gradients are checked by
+the conformance suite, which runs on every backend.)
+
+Skipped, saying why, where CuPy or a CUDA device is missing (CI has no GPU).
+"""
+
+import numpy as np
+import pytest
+
+from ndlite.device.registry import probe
+
+BACKEND, WHY = probe("cupy")
+if BACKEND is None:
+    pytest.skip(f"backend cupy unavailable: {WHY}", allow_module_level=True)
+
+import cupy  # noqa: E402
+from cupy._core import _routines_linalg  # noqa: E402
+
+import ndlite  # noqa: E402
+from ndlite.device import (  # noqa: E402
+    BackendUnavailableError,
+    KernelBuildError,
+    OutOfMemoryError,
+    get_backend,
+)
+from ndlite_cupy import CupyBackend  # noqa: E402
+from ndlite_cupy.indexing import DIRECT_MAX_LENGTH  # noqa: E402
+from ndlite_cupy.kernels import elementwise  # noqa: E402
+
+b = BACKEND
+ref = get_backend("numpy")
+DEVICES = cupy.cuda.runtime.getDeviceCount()
+FLOATS = ["float32", "float64"]
+ALL_DTYPES = ["float32", "float64", "int32", "int64", "bool"]
+
+
+def rng(seed=0):
+    return np.random.default_rng(seed)
+
+
+def bits(a: np.ndarray) -> np.ndarray:
+    """The raw bits of a float array (so -0.0 differs from 0.0 and NaNs compare)."""
+    return a.view(np.uint32 if a.dtype == np.float32 else np.uint64)
+
+
+def on_gpu(a):
+    return b.from_numpy(np.asarray(a))
+
+
+def host(x):
+    return b.to_numpy(x)
+
+
+# ---- device selection and identity ----------------------------------------------------------
+
+
+def test_names_its_device_and_reports_versions():
+    assert b.kind == "cupy"
+    assert b.name == f"cupy:{cupy.cuda.runtime.getDevice()}"
+    assert get_backend("cupy") is b and get_backend(b.name) is b
+    info = b.info()
+    for key in ("device", "compute_capability", "memory", "cuda_runtime", "cuda_driver",
+                "cupy", "tf32", "devices"):
+        assert info[key], key
+    assert info["device"] == b.device_name() != ""
+    assert info["cupy"] == cupy.__version__
+    assert len(info["devices"]) == DEVICES
+
+
+def test_devices_that_do_not_exist_are_unavailable_with_the_reason():
+    with pytest.raises(BackendUnavailableError, match=f"{DEVICES} CUDA device"):
+        CupyBackend(str(DEVICES))
+    with pytest.raises(BackendUnavailableError, match="not a device number"):
+        CupyBackend("gpu")
+
+
+def test_switching_to_the_device_gives_the_same_results():
+    # the path a second GPU takes (every primitive wrapped in `with Device`), on this one
+    switching = CupyBackend(str(b._device.id), switch_device=True)
+    x_host = rng().standard_normal((6, 5)).astype(np.float32)
+    x = switching.from_numpy(x_host)
+    assert x.device.id == b._device.id
+    y = switching.sum(switching.matmul(x, switching.permute(x, (1, 0))), (1,), False)
+    np.testing.assert_allclose(switching.to_numpy(y), (x_host @ x_host.T).sum(1), rtol=1e-5)
+    index = switching.from_numpy(np.array([[0], [2], [2], [1], [0], [2]]))
+    np.testing.assert_array_equal(switching.to_numpy(switching.scatter_add(index, x, 0, 3)),
+                                  ref.scatter_add(np.array([[0], [2], [2], [1], [0], [2]]),
+                                                  x_host, 0, 3))
+
+
+@pytest.mark.skipif(DEVICES < 2, reason=f"needs 2 CUDA devices, this machine has {DEVICES}")
+def test_a_second_device_runs_its_own_ops():
+    current = cupy.cuda.runtime.getDevice()
+    other_index = 1 if current == 0 else 0
+    other = get_backend(f"cupy:{other_index}")
+    assert other.name == f"cupy:{other_index}" and other.switch_device
+    x = other.from_numpy(np.ones((4, 4), np.float32))
+    y = other.matmul(other.add(x, 1.0), x)
+    assert x.device.id == other_index and y.device.id == other_index
+    np.testing.assert_array_equal(other.to_numpy(y), np.full((4, 4), 8.0, np.float32))
+    assert cupy.cuda.runtime.getDevice() == current
+
+
+# ---- transfers and dtypes -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_transfers_copy_both_ways_and_keep_the_dtype(dtype):
+    source = (rng().standard_normal((3, 4)) * 10).astype(dtype)
+    expected = source.copy()
+    x = b.from_numpy(source)
+    source[...] = 0  # the device buffer is a copy
+    back = b.to_numpy(x)
+    assert x.dtype is np.dtype(dtype)  # the core compares dtypes by identity
+    assert back.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(back, expected)
+    back[...] = 1  # so is the host array
+    np.testing.assert_array_equal(b.to_numpy(x), expected)
+    scalar = b.to_numpy(b.from_numpy(np.array(expected[0, 0])))
+    assert scalar.shape == () and scalar == expected[0, 0]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64"])
+def test_python_scalars_take_the_buffer_dtype(dtype):
+    h = np.arange(1, 7, dtype=dtype).reshape(2, 3)
+    x = on_gpu(h)
+    scalar = 2.5 if np.dtype(dtype).kind == "f" else 3
+    ops = ["add", "sub", "mul", "maximum", "minimum", "eq", "lt", "ge"]
+    if np.dtype(dtype).kind == "f":
+        ops.append("div")
+    for op in ops:
+        for args in ((x, scalar), (scalar, x)):
+            host_args = tuple(h if a is x else a for a in args)
+            got, want = host(getattr(b, op)(*args)), getattr(ref, op)(*host_args)
+            assert got.dtype == want.dtype, (op, args)
+            np.testing.assert_array_equal(got, want, err_msg=op)
+
+
+# ---- selection ops: NumPy's bits ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_maximum_minimum_relu_match_numpy_bitwise(dtype):
+    special = np.array([-0.0, 0.0, np.nan, -np.inf, np.inf, 1.0, -1.0, 2.0], dtype)
+    left, right = np.repeat(special, special.size), np.tile(special, special.size)
+    for op in ("maximum", "minimum"):
+        got = host(getattr(b, op)(on_gpu(left), on_gpu(right)))
+        np.testing.assert_array_equal(bits(got), bits(getattr(np, op)(left, right)), err_msg=op)
+        for zero in (0.0, -0.0):
+            got = host(getattr(b, op)(on_gpu(left), zero))
+            want = getattr(np, op)(left, np.dtype(dtype).type(zero))
+            np.testing.assert_array_equal(bits(got), bits(want), err_msg=f"{op} {zero}")
+    np.testing.assert_array_equal(bits(host(b.relu(on_gpu(left)))), bits(ref.relu(left)))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_sigmoid_is_accurate_and_never_overflows(dtype):
+    x = np.linspace(-80, 80, 4001).astype(dtype)
+    got = host(b.sigmoid(on_gpu(x)))
+    assert got.dtype == np.dtype(dtype)
+    want = 1 / (1 + np.exp(-x.astype(np.float64)))
+    np.testing.assert_allclose(got, want, rtol=1e-6 if dtype == "float32" else 1e-14, atol=0)
+    extremes = host(b.sigmoid(on_gpu(np.array([-1e4, 1e4, -0.0], dtype))))
+    np.testing.assert_array_equal(extremes, np.array([0.0, 1.0, 0.5], dtype))
+
+
+# ---- gather, scatter_add, put ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "bool"])
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_gather_matches_numpy_with_broadcast_indices(dtype, axis):
+    r = rng(axis)
+    shape = (3, 4, 5)
+    x = (r.standard_normal(shape) * 5).astype(dtype)
+    index_shape = [1 if d == (axis + 1) % 3 else n for d, n in enumerate(shape)]
+    index_shape[axis] = 7
+    index = r.integers(0, shape[axis], index_shape)
+    got = host(b.gather(on_gpu(x), on_gpu(index), axis))
+    np.testing.assert_array_equal(got, ref.gather(x, index, axis))
+    # from a non-contiguous view
+    xt = np.ascontiguousarray(np.transpose(x, (2, 1, 0)))
+    view = b.permute(on_gpu(xt), (2, 1, 0))
+    np.testing.assert_array_equal(host(b.gather(view, on_gpu(index), axis)), got)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
+@pytest.mark.parametrize("length", [1, 5, DIRECT_MAX_LENGTH, DIRECT_MAX_LENGTH + 1, 300])
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_scatter_add_equals_numpy_add_at_bitwise(dtype, length, axis):
+    r = rng(length + axis)
+    shape = [3, 4, 2]
+    shape[axis] = length
+    index_shape = list(shape)
+    index_shape[(axis + 1) % 3] = 1  # an index dim that broadcasts
+    size = 7
+    index = r.integers(0, size, index_shape)
+    values = (r.standard_normal(shape) * 100).astype(dtype)
+    got = host(b.scatter_add(on_gpu(index), on_gpu(values), axis, size))
+    want = ref.scatter_add(index, values, axis, size)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    # both add each output's contributions in ascending order along the axis: same bits
+    np.testing.assert_array_equal(got, want)
+
+
+def test_scatter_add_of_a_view_and_of_empty_axes():
+    values = rng().standard_normal((70, 3)).astype(np.float32)
+    index = rng(1).integers(0, 4, (70, 1))
+    view = b.permute(on_gpu(np.ascontiguousarray(values.T)), (1, 0))
+    np.testing.assert_array_equal(host(b.scatter_add(on_gpu(index), view, 0, 4)),
+                                  ref.scatter_add(index, values, 0, 4))
+    empty = b.scatter_add(on_gpu(np.zeros((0, 1), np.int64)),
+                          on_gpu(np.zeros((0, 3), np.float32)), 0, 5)
+    np.testing.assert_array_equal(host(empty), np.zeros((5, 3), np.float32))
+
+
+@pytest.mark.parametrize("shape, size", [((1 << 18, 3), 5), ((4096, 64), 1000)])
+def test_scatter_add_is_deterministic_on_heavily_duplicated_indices(shape, size):
+    r = rng(7)
+    index = r.integers(0, size, (shape[0], 1))
+    values = r.standard_normal(shape).astype(np.float32)
+    i, v = on_gpu(index), on_gpu(values)
+    runs = [host(b.scatter_add(i, v, 0, size)) for _ in range(4)]
+    for run in runs[1:]:
+        np.testing.assert_array_equal(bits(run), bits(runs[0]))
+    np.testing.assert_array_equal(runs[0], ref.scatter_add(index, values, 0, size))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int64", "bool"])
+def test_put_writes_through_a_strided_view_and_the_last_write_wins(dtype):
+    base_host = (rng().standard_normal((5, 6)) * 10).astype(dtype)
+    base = on_gpu(base_host)
+    key = (slice(1, 5, 2),)
+    view = b.slice(b.permute(base, (1, 0)), key)  # (2, 5), not contiguous
+    positions = np.array([0, 3, 3, 9, 0, 4, 7, 3])
+    values = (rng(1).standard_normal(positions.size) * 10).astype(dtype)
+    b.put(view, on_gpu(positions), on_gpu(values))
+    ref.put(ref.slice(ref.permute(base_host, (1, 0)), key), positions, values)
+    np.testing.assert_array_equal(host(base), base_host)
+
+
+def test_put_of_values_that_alias_the_destination():
+    h = np.arange(8, dtype=np.float32)
+    x = on_gpu(h)
+    b.put(x, on_gpu(np.arange(1, 8)), b.slice(x, (slice(0, 7, 1),)))
+    ref.put(h, np.arange(1, 8), h[:7].copy())
+    np.testing.assert_array_equal(host(x), h)
+
+
+def test_assign_writes_through_views_casts_and_handles_overlap():
+    h = np.arange(10, dtype=np.float32)
+    x = on_gpu(h)
+    b.assign(b.slice(x, (slice(1, 10, 1),)), b.slice(x, (slice(0, 9, 1),)))  # a shifted copy
+    h[1:] = h[:-1]
+    np.testing.assert_array_equal(host(x), h)
+    grid = on_gpu(np.zeros((4, 6), np.int32))
+    view = b.slice(b.permute(grid, (1, 0)), (slice(0, 6, 2),))  # (3, 4) strided
+    b.assign(view, on_gpu(np.full((1, 4), 2.9, np.float64)))  # broadcast, cast (truncates)
+    want = np.zeros((4, 6), np.int32)
+    want.T[0:6:2] = 2
+    np.testing.assert_array_equal(host(grid), want)
+    b.assign(view, -1)
+    want.T[0:6:2] = -1
+    np.testing.assert_array_equal(host(grid), want)
+
+
+# ---- reductions -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_reducing_no_axes_follows_numpy_dtypes(dtype):
+    h = (rng().standard_normal((2, 3)) * 5).astype(dtype)
+    for op in ("sum", "max", "min"):
+        got, want = host(getattr(b, op)(on_gpu(h), (), False)), getattr(ref, op)(h, (), False)
+        assert got.dtype == want.dtype, op
+        np.testing.assert_array_equal(got, want)
+
+
+def test_argmax_and_argmin_pick_the_first_extremum():
+    h = np.array([[1, 3, 3, 0], [2, 2, 0, 2], [5, 5, 5, 5]], np.float32)
+    for op in ("argmax", "argmin"):
+        for axis in (0, 1):
+            for keepdims in (False, True):
+                got = host(getattr(b, op)(on_gpu(h), axis, keepdims))
+                want = getattr(ref, op)(h, axis, keepdims)
+                assert got.dtype == np.int64
+                np.testing.assert_array_equal(got, want, err_msg=f"{op} {axis} {keepdims}")
+
+
+def test_reductions_are_deterministic_run_to_run():
+    h = rng().standard_normal((4096, 1024)).astype(np.float32)
+    x = on_gpu(h)
+    for axes in ((0, 1), (0,), (1,)):
+        runs = [host(b.sum(x, axes, False)) for _ in range(3)]
+        for run in runs[1:]:
+            np.testing.assert_array_equal(bits(run), bits(runs[0]))
+        scale = np.abs(h).astype(np.float64).sum(axis=axes)
+        assert np.all(np.abs(runs[0] - h.astype(np.float64).sum(axis=axes))
+                      <= 8 * np.finfo(np.float32).eps * scale)
+
+
+# ---- matmul: full float32 precision ---------------------------------------------------------
+
+
+def test_float32_matmul_does_not_use_tf32():
+    assert _routines_linalg.get_compute_type(np.float32) == _routines_linalg.COMPUTE_TYPE_DEFAULT
+    r = rng()
+    a = r.standard_normal((512, 2048)).astype(np.float32)
+    c = r.standard_normal((2048, 384)).astype(np.float32)
+    got = host(b.matmul(on_gpu(a), on_gpu(c)))
+    want = a.astype(np.float64) @ c.astype(np.float64)
+    error = np.linalg.norm(got - want) / np.linalg.norm(want)
+    assert error < 1e-5, f"relative error {error:.2e}: TF32 would give ~5e-4, float32 ~1e-7"
+
+
+def test_batched_matmul_broadcasts_batch_dims():
+    r = rng()
+    a = r.standard_normal((2, 1, 8, 5))
+    c = r.standard_normal((3, 5, 4))
+    np.testing.assert_allclose(host(b.matmul(on_gpu(a), on_gpu(c))), a @ c, rtol=1e-12)
+
+
+# ---- memory and kernels ---------------------------------------------------------------------
+
+
+def test_out_of_memory_names_the_sizes_and_leaves_the_backend_working():
+    free, total = b._device.mem_info
+    requested = 2 * total // 512 * 512
+    with pytest.raises(OutOfMemoryError) as caught:
+        b.empty((requested // 4,), np.float32)
+    message = str(caught.value)
+    assert f"{requested:,} bytes" in message and "free" in message and "retrying" in message
+    assert isinstance(caught.value, cupy.cuda.memory.OutOfMemoryError)  # CuPy's, too
+    x = b.full((1024,), 1.0, np.float32)
+    assert host(b.sum(x, (0,), False)) == 1024
+
+
+def test_out_of_memory_frees_the_pool_cache_and_retries_once():
+    pool = cupy.get_default_memory_pool()
+    mib = 2**20
+    with b._device:
+        limit = pool.get_limit()
+        pool.free_all_blocks()
+        pool.set_limit(size=pool.total_bytes() + 96 * mib)
+        try:
+            cached = b.empty((40 * mib // 4,), np.float32)
+            del cached  # back in the pool's cache, still counted against the limit
+            # 40 MiB cached + 64 MiB > 96 MiB: CuPy refuses; ndlite frees the cache and retries
+            x = b.empty((64 * mib // 4,), np.float32)
+            assert x.nbytes == 64 * mib
+            with pytest.raises(OutOfMemoryError, match="pool limit"):
+                b.empty((128 * mib // 4,), np.float32)
+        finally:
+            pool.set_limit(size=limit)
+
+
+def test_memory_in_use_counts_live_buffers():
+    before = b.memory_in_use()
+    x = b.empty((1 << 20,), np.float32)
+    assert b.memory_in_use() >= before + x.nbytes
+    del x
+
+
+def test_a_kernel_that_fails_to_compile_raises_kernel_build_error_with_the_log():
+    broken = elementwise("T x", "T y", "y = ndl_no_such_function(x)", "ndlite_test_broken")
+    with pytest.raises(KernelBuildError) as caught:
+        broken(on_gpu(np.ones(3, np.float32)))
+    assert "ndl_no_such_function" in caught.value.log
+    assert "ndlite_test_broken" in str(caught.value)
+
+
+# ---- end to end through tensors -------------------------------------------------------------
+
+
+def _loss_and_grads(backend, x, w1, w2, labels):
+    with ndlite.using(backend):
+        X = ndlite.tensor(x)
+        W1 = ndlite.tensor(w1, requires_grad=True)
+        W2 = ndlite.tensor(w2, requires_grad=True)
+        logits = ndlite.matmul(ndlite.relu(ndlite.matmul(X, W1)), W2)
+        picked = ndlite.gather(logits, ndlite.tensor(labels.reshape(-1, 1)), 1)
+        loss = ndlite.mean(ndlite.logsumexp(logits, 1, keepdim=True) - picked)
+        loss.backward()
+        return loss.numpy(), W1.grad.numpy(), W2.grad.numpy()
+
+
+def test_a_small_network_trains_like_on_numpy():
+    r = rng(3)
+    x = r.standard_normal((16, 8))
+    w1, w2 = r.standard_normal((8, 32)) / 3, r.standard_normal((32, 4)) / 6
+    labels = r.integers(0, 4, 16)
+    for got, want in zip(_loss_and_grads(b, x, w1, w2, labels),
+                         _loss_and_grads("numpy", x, w1, w2, labels)):
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
