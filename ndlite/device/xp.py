@@ -117,7 +117,7 @@ class XpBackend(Backend):
 
     def pad(self, x, widths, value):
         shape = tuple(n + lo + hi for n, (lo, hi) in zip(x.shape, widths))
-        out = self.xp.full(shape, value, dtype=x.dtype)
+        out = self.full(shape, value, x.dtype)  # the backend's own fill (CuPy: keeps -0.0)
         out[tuple(slice(lo, lo + n) for n, (lo, _) in zip(x.shape, widths))] = x
         return out
 
