@@ -1,13 +1,16 @@
 """The CuPy backend: ndlite on NVIDIA GPUs (CUDA), one instance per device ("cupy:0", ...).
 
 Every primitive comes from the shared xp base over `cupy`, whose hot ufuncs are bound as
-instance attributes (a call costs no Python frame of ours). This class overrides only what
-CuPy does differently from the contract:
-- maximum, minimum, relu follow NumPy bitwise on ties of -0.0/+0.0 and on NaN; sigmoid is one
-  fused kernel instead of five passes (kernels/elementwise.cu);
+instance attributes (a call costs no Python frame of ours). This class overrides what CuPy
+does differently from the contract:
+- binary arithmetic and comparisons are kernels with typed operands, so a Python scalar takes
+  the buffer's dtype even next to a 0-d array (CuPy's ufuncs would widen it); maximum,
+  minimum and relu follow NumPy bitwise on ties of -0.0/+0.0; pow is exact for the exponents
+  0, 1, 2, -1; sigmoid is one fused kernel instead of five passes (kernels/elementwise.cu);
 - gather, scatter_add and put use gather-per-output kernels: no atomics, bitwise
   deterministic run to run (indexing.py);
-- reductions over no axes, `to_numpy` (a copy), `assign` between overlapping buffers.
+- transfers and fills keep -0.0 (CuPy's `fill` memsets any zero), reductions over no axes,
+  `to_numpy` (a copy), `assign` between overlapping buffers.
 
 Memory comes from CuPy's pool with ndlite's out-of-memory rule (memory.py). float32 matmul
 never uses TF32 (see `_pin_fp32_matmul`). Work is queued on the device's current stream;
@@ -16,6 +19,7 @@ never uses TF32 (see `_pin_fp32_matmul`). Work is queued on the device's current
 
 from __future__ import annotations
 
+import math
 import os
 
 import numpy as np
@@ -89,6 +93,10 @@ def _pin_fp32_matmul() -> None:
                 "unset CUPY_TF32") from None
 
 
+#: primitives that are the backend's own kernels (kernels.py), bound as instance attributes
+_KERNEL_PRIMITIVES = ("add", "sub", "mul", "div", "pow", "maximum", "minimum",
+                      "eq", "ne", "lt", "le", "gt", "ge", "relu", "sigmoid")
+
 #: every primitive and fast path of the contract (what runs on a device)
 _PRIMITIVES = tuple(sorted(
     name for name, value in vars(Backend).items()
@@ -137,8 +145,8 @@ class CupyBackend(XpBackend):
             _pin_fp32_matmul()
         super().__init__(cupy)
         k = kernels()
-        self.maximum, self.minimum = k.maximum, k.minimum
-        self.relu, self.sigmoid = k.relu, k.sigmoid
+        for name in _KERNEL_PRIMITIVES:
+            setattr(self, name, getattr(k, name))
         self.matmul = cupy.matmul
         self._indexing = indexing
         if switch_device is None:
@@ -186,8 +194,22 @@ class CupyBackend(XpBackend):
 
     # ---- transfer and memory ---------------------------------------------------------------
 
+    def from_numpy(self, array):
+        # a byte copy: cupy.array() of a 0-d array loses the sign of -0.0
+        out = self.xp.empty(array.shape, dtype=array.dtype)
+        out.set(array if array.flags.c_contiguous else np.ascontiguousarray(array))
+        return out
+
     def to_numpy(self, x):
         return x.get()  # a host copy; waits for the work that produces x
+
+    def full(self, shape, value, dtype):
+        out = self.xp.empty(shape, dtype=dtype)
+        if value == 0 and math.copysign(1.0, value) < 0:
+            self.xp.copyto(out, value, casting="unsafe")  # fill() memsets zeros: -0.0 -> +0.0
+        else:
+            out.fill(value)
+        return out
 
     def synchronize(self) -> None:
         self._device.synchronize()

@@ -27,9 +27,11 @@ def source(name: str) -> str:
 
 
 def elementwise(in_params: str, out_params: str, operation: str, name: str,
-                preamble: str = ""):
+                preamble: str = "", fallback=None):
     """An ElementwiseKernel that raises KernelBuildError (with the compiler's log) when it
     fails to compile. The wrapper is one Python frame; CuPy still caches per device/dtype.
+    `fallback(*args)` answers calls the kernel's types refuse (operands of two dtypes, which
+    the contract never passes), so such a call gets NumPy's promotion instead of an error.
 
     >>> relu = elementwise("T x", "T y", "y = x > 0 ? x : 0", "my_relu")  # doctest: +SKIP
     """
@@ -43,21 +45,43 @@ def elementwise(in_params: str, out_params: str, operation: str, name: str,
                 f"cupy: CUDA kernel {name!r} ({in_params} -> {out_params}) failed to compile",
                 log=str(exc),
             ) from None
+        except TypeError:
+            if fallback is None:
+                raise
+            return fallback(*args, **kwargs)
 
     call.kernel = kernel
     call.__name__ = name
     return call
 
 
+#: binary primitives: (ndlite name, CuPy ufunc, expression of operands a and b)
+ARITHMETIC = [("add", "add", "a + b"), ("sub", "subtract", "a - b"), ("mul", "multiply", "a * b"),
+              ("div", "true_divide", "a / b"), ("pow", "power", "ndl_pow(a, b)"),
+              ("maximum", "maximum", "ndl_maximum(a, b)"),
+              ("minimum", "minimum", "ndl_minimum(a, b)")]
+COMPARISONS = [("eq", "equal", "=="), ("ne", "not_equal", "!="), ("lt", "less", "<"),
+               ("le", "less_equal", "<="), ("gt", "greater", ">"), ("ge", "greater_equal", ">=")]
+
+
 class Kernels:
-    """The backend's kernels, one set per process (CuPy compiles them per device)."""
+    """The backend's kernels, one set per process (CuPy compiles them per device).
+
+    Binary primitives are kernels rather than CuPy's ufuncs because of Python scalars: CuPy
+    follows NumPy 1's value-based casting, so a 0-d float32 array times 0.1 gives float64 (and
+    int32 0-d plus 3 gives int64), where the contract says a scalar takes the buffer's dtype.
+    Typed "T a, T b" parameters cast the scalar to T first, as NumPy 2 does (NEP 50).
+    """
 
     def __init__(self):
         activations = source("elementwise")
-        self.maximum = elementwise("T a, T b", "T y", "y = ndl_maximum(a, b)", "ndlite_maximum",
-                                   activations)
-        self.minimum = elementwise("T a, T b", "T y", "y = ndl_minimum(a, b)", "ndlite_minimum",
-                                   activations)
+        for name, ufunc, expression in ARITHMETIC:
+            setattr(self, name, elementwise("T a, T b", "T y", f"y = {expression}",
+                                            f"ndlite_{name}", activations,
+                                            fallback=getattr(cupy, ufunc)))
+        for name, ufunc, operator in COMPARISONS:
+            setattr(self, name, elementwise("T a, T b", "bool y", f"y = a {operator} b",
+                                            f"ndlite_{name}", fallback=getattr(cupy, ufunc)))
         self.relu = elementwise("T x", "T y", "y = ndl_relu(x)", "ndlite_relu", activations)
         self.sigmoid = elementwise("T x", "T y", "y = ndl_sigmoid(x)", "ndlite_sigmoid",
                                    activations)

@@ -42,8 +42,17 @@ def rng(seed=0):
 
 
 def bits(a: np.ndarray) -> np.ndarray:
-    """The raw bits of a float array (so -0.0 differs from 0.0 and NaNs compare)."""
+    """The raw bits of a float array (so -0.0 differs from 0.0)."""
     return a.view(np.uint32 if a.dtype == np.float32 else np.uint64)
+
+
+def assert_same_bits(actual: np.ndarray, expected: np.ndarray, what: str = "") -> None:
+    """Bitwise equal as the contract means it: -0.0 differs from 0.0; any NaN equals any NaN
+    (CUDA may return its canonical NaN where NumPy keeps the input's payload)."""
+    assert actual.dtype == expected.dtype and actual.shape == expected.shape, what
+    nan = np.isnan(actual)
+    np.testing.assert_array_equal(nan, np.isnan(expected), err_msg=f"{what}: NaN positions")
+    np.testing.assert_array_equal(bits(actual)[~nan], bits(expected)[~nan], err_msg=what)
 
 
 def on_gpu(a):
@@ -123,20 +132,59 @@ def test_transfers_copy_both_ways_and_keep_the_dtype(dtype):
     assert scalar.shape == () and scalar == expected[0, 0]
 
 
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_transfers_fills_and_pads_keep_negative_zero(dtype):
+    for shape in ((), (3,), (2, 2)):
+        zeros = np.full(shape, -0.0, dtype)
+        np.testing.assert_array_equal(bits(host(b.from_numpy(zeros))), bits(zeros))
+        np.testing.assert_array_equal(bits(host(b.full(shape, -0.0, np.dtype(dtype)))),
+                                      bits(zeros))
+        np.testing.assert_array_equal(bits(host(b.full(shape, 0.0, np.dtype(dtype)))),
+                                      bits(np.zeros(shape, dtype)))
+    padded = host(b.pad(on_gpu(np.ones(2, dtype)), ((1, 2),), -0.0))
+    np.testing.assert_array_equal(bits(padded), bits(ref.pad(np.ones(2, dtype), ((1, 2),), -0.0)))
+
+
+@pytest.mark.parametrize("shape", [(), (2, 3)])
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64"])
-def test_python_scalars_take_the_buffer_dtype(dtype):
-    h = np.arange(1, 7, dtype=dtype).reshape(2, 3)
+def test_python_scalars_take_the_buffer_dtype(dtype, shape):
+    # 0-d arrays too: CuPy's own ufuncs would widen float32 * 0.1 to float64 there
+    floating = np.dtype(dtype).kind == "f"
+    h = (np.arange(1, 1 + int(np.prod(shape))).reshape(shape) + (0.3 if floating else 0))
+    h = h.astype(dtype)
     x = on_gpu(h)
-    scalar = 2.5 if np.dtype(dtype).kind == "f" else 3
-    ops = ["add", "sub", "mul", "maximum", "minimum", "eq", "lt", "ge"]
-    if np.dtype(dtype).kind == "f":
+    ops = ["add", "sub", "mul", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge", "pow"]
+    if floating:
         ops.append("div")
     for op in ops:
-        for args in ((x, scalar), (scalar, x)):
-            host_args = tuple(h if a is x else a for a in args)
-            got, want = host(getattr(b, op)(*args)), getattr(ref, op)(*host_args)
-            assert got.dtype == want.dtype, (op, args)
-            np.testing.assert_array_equal(got, want, err_msg=op)
+        for scalar in ((0.1, 2.0, -1.0) if floating else (3, 2, 0)):
+            for args in ((x, scalar), (scalar, x)):
+                host_args = tuple(h if a is x else a for a in args)
+                got, want = host(getattr(b, op)(*args)), getattr(ref, op)(*host_args)
+                assert got.dtype == want.dtype, (op, args)
+                if op == "pow" and floating:  # CUDA's pow is within a few ulps of libm's
+                    np.testing.assert_allclose(got, want, rtol=1e-6, err_msg=f"{op} {args}")
+                else:
+                    np.testing.assert_array_equal(got, want, err_msg=f"{op} {args}")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_pow_is_exact_for_the_exponents_gradients_use(dtype):
+    # gradients compute x ** (n - 1) for small n; CUDA's pow(x, 1.0) can be an ulp off x
+    h = rng().uniform(0.25, 2.0, 1000).astype(dtype)
+    for exponent, exact in ((1.0, h), (0.0, np.ones_like(h)), (2.0, h * h), (-1.0, 1 / h)):
+        for e in (exponent, on_gpu(np.full_like(h, exponent))):
+            got = host(b.pow(on_gpu(h), e))
+            np.testing.assert_array_equal(bits(got), bits(exact), err_msg=f"x ** {exponent}")
+            np.testing.assert_allclose(got, ref.pow(h, exponent), rtol=np.finfo(dtype).eps)
+
+
+def test_integer_pow_wraps_like_numpy():
+    h = np.array([0, 1, -1, 2, -3, 7, 1000, 46341], np.int32)
+    for exponent in (0, 1, 2, 3, 5):
+        np.testing.assert_array_equal(host(b.pow(on_gpu(h), exponent)), ref.pow(h, exponent))
+    big = h.astype(np.int64) * 100003
+    np.testing.assert_array_equal(host(b.pow(on_gpu(big), 4)), ref.pow(big, 4))
 
 
 # ---- selection ops: NumPy's bits ------------------------------------------------------------
@@ -148,12 +196,12 @@ def test_maximum_minimum_relu_match_numpy_bitwise(dtype):
     left, right = np.repeat(special, special.size), np.tile(special, special.size)
     for op in ("maximum", "minimum"):
         got = host(getattr(b, op)(on_gpu(left), on_gpu(right)))
-        np.testing.assert_array_equal(bits(got), bits(getattr(np, op)(left, right)), err_msg=op)
+        assert_same_bits(got, getattr(np, op)(left, right), op)
         for zero in (0.0, -0.0):
             got = host(getattr(b, op)(on_gpu(left), zero))
             want = getattr(np, op)(left, np.dtype(dtype).type(zero))
-            np.testing.assert_array_equal(bits(got), bits(want), err_msg=f"{op} {zero}")
-    np.testing.assert_array_equal(bits(host(b.relu(on_gpu(left)))), bits(ref.relu(left)))
+            assert_same_bits(got, want, f"{op} {zero}")
+    assert_same_bits(host(b.relu(on_gpu(left))), ref.relu(left), "relu")
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
@@ -384,7 +432,7 @@ def _loss_and_grads(backend, x, w1, w2, labels):
         picked = ndlite.gather(logits, ndlite.tensor(labels.reshape(-1, 1)), 1)
         loss = ndlite.mean(ndlite.logsumexp(logits, 1, keepdim=True) - picked)
         loss.backward()
-        return loss.numpy(), W1.grad.numpy(), W2.grad.numpy()
+        return loss.detach().numpy(), W1.grad.numpy(), W2.grad.numpy()
 
 
 def test_a_small_network_trains_like_on_numpy():

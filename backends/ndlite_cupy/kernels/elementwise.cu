@@ -1,7 +1,39 @@
 // Elementwise device functions of the CuPy backend (called from ElementwiseKernels built in
 // kernels.py; T is the kernel's element type). Where CuPy's own ufuncs differ from NumPy in
 // the last bit, these follow NumPy: the contract asks selection ops to match the reference
-// bitwise, and -0.0 and +0.0 differ there.
+// bitwise, and -0.0 and +0.0 differ there. (Arithmetic and comparisons are one-line
+// expressions in kernels.py.)
+
+// pow with NumPy's (glibc's) results where they are exact: CUDA's pow may be off by an ulp even
+// for pow(x, 1.0), and gradients use x ** (n - 1) for small integer n, where the contract wants
+// the reference's exact bits. Other exponents go to pow (within CUDA's stated ulps).
+template <typename T>
+__device__ T ndl_pow(T a, T b) {
+  if (b == T(2)) return a * a;
+  if (b == T(1)) return a;
+  if (b == T(0)) return T(1);
+  if (b == T(-1)) return T(1) / a;
+  return pow(a, b);
+}
+
+// Integer powers by squaring, wrapping on overflow as NumPy's do (in unsigned arithmetic, where
+// wrapping is defined; the low 32 bits are int32's answer). A negative exponent, which NumPy
+// refuses, gives the truncated real result: 1 or -1 for a base of 1 or -1, else 0.
+__device__ long long ndl_integer_pow(long long a, long long b) {
+  if (b < 0) {
+    return a == 1 ? 1 : (a == -1 ? ((b & 1) ? -1 : 1) : 0);
+  }
+  unsigned long long result = 1, base = static_cast<unsigned long long>(a);
+  while (b) {
+    if (b & 1) result *= base;
+    base *= base;
+    b >>= 1;
+  }
+  return static_cast<long long>(result);
+}
+__device__ long long ndl_pow(long long a, long long b) { return ndl_integer_pow(a, b); }
+__device__ int ndl_pow(int a, int b) { return static_cast<int>(ndl_integer_pow(a, b)); }
+__device__ bool ndl_pow(bool a, bool b) { return a || !b; }
 
 // NumPy's maximum(a, b): a NaN in `a` wins; otherwise `a` only when strictly greater, so a tie
 // (including -0.0 against +0.0) gives `b`, and a NaN in `b` comes through as `b`.
