@@ -1,14 +1,15 @@
 """NumPy fast paths for the neural-network ops of the device contract (protocol.py).
 
-Convolution is im2col through `as_strided` (a view of every window, copied once into a
-matrix) and one BLAS matmul. Two layouts, picked by the output's size:
-- "per image" (N, C*kh*kw, OH*OW): one matmul per image writes NCHW directly; best when
-  each image has many output positions (the early layers of a CNN);
-- "flat" (N*OH*OW, C*kh*kw): one large matmul for the whole batch; best when the images are
-  small and a per-image matmul would be tiny (late layers).
-col2im adds each kernel offset's columns into a strided view of the padded result: kh*kw
-vectorized adds in a fixed order, deterministic. Non-overlapping max pooling (the common
-kernel == stride case) is a reshape plus one argmax; other geometries use the fallbacks.
+Convolution is im2col (a strided view of every window, copied once into a matrix) and one
+BLAS matmul. NumPy copies and adds fast only along long contiguous runs, so two layouts:
+- "per image" (N, C*kh*kw, OH*OW), one matmul per image writing NCHW directly: used when
+  output rows are long (OW >= WIDE_ROWS: the early layers of a CNN);
+- "batch innermost": the input transposed to (C, H, W, N), so every window row is a long
+  contiguous run (OW * N values); one big matmul for the whole batch, then the output is
+  transposed back. col2im adds each kernel offset's columns into a strided view of the
+  padded (C, H, W, N) gradient: kh*kw long vectorized adds in a fixed order, deterministic.
+Non-overlapping max pooling (kernel == stride, the common case) compares the kh*kw strided
+views of the input in row-major order; other geometries use the fallbacks.
 """
 
 from __future__ import annotations
@@ -18,97 +19,106 @@ from numpy.lib.stride_tricks import as_strided
 
 from ndlite.device import fallbacks
 
-#: output positions per image from which the per-image layout beats one flat matmul
-PER_IMAGE_MIN_POSITIONS = 32
+#: output width from which the per-image layout beats the batch-innermost one
+WIDE_ROWS = 16
 
 
-def _pad(x, padding):
-    ph, pw = padding
-    if ph == pw == 0:
-        return x
-    return np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+def _out_size(size, k, s, p, d):
+    return (size + 2 * p - d * (k - 1) - 1) // s + 1
 
 
-def _windows(x, kernel_size, stride, padding, dilation):
+def _per_image(out_width: int) -> bool:
+    return out_width >= WIDE_ROWS
+
+
+# ---- per-image layout: cols (N, G, Cg*kh*kw, OH*OW) -------------------------------------------
+
+
+def _windows_nchw(x, kernel_size, stride, padding, dilation):
     """A read-only view (N, C, kh, kw, OH, OW) of every window of the padded input."""
-    xp = _pad(x, padding)
+    ph, pw = padding
+    xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw))) if ph or pw else x
     n, c, h, w = xp.shape
-    kh, kw = kernel_size
-    (sh, sw), (dh, dw) = stride, dilation
-    oh = (h - dh * (kh - 1) - 1) // sh + 1
-    ow = (w - dw * (kw - 1) - 1) // sw + 1
+    (kh, kw), (sh, sw), (dh, dw) = kernel_size, stride, dilation
+    oh, ow = _out_size(h, kh, sh, 0, dh), _out_size(w, kw, sw, 0, dw)
     s_n, s_c, s_h, s_w = xp.strides
     return as_strided(xp, (n, c, kh, kw, oh, ow),
                       (s_n, s_c, s_h * dh, s_w * dw, s_h * sh, s_w * sw), writeable=False)
 
 
-def _per_image(out_hw) -> bool:
-    return out_hw[0] * out_hw[1] >= PER_IMAGE_MIN_POSITIONS
+def _cols_per_image(x, kernel_size, stride, padding, dilation, groups):
+    win = _windows_nchw(x, kernel_size, stride, padding, dilation)
+    n, c, kh, kw, oh, ow = win.shape
+    return win.reshape(n, groups, (c // groups) * kh * kw, oh * ow), (oh, ow)
+
+
+# ---- batch-innermost layout: cols (G, Cg*kh*kw, OH*OW*N) --------------------------------------
+
+
+def _cols_batch_inner(x, kernel_size, stride, padding, dilation, groups):
+    n, c, h, w = x.shape
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = kernel_size, stride, padding, dilation
+    xp = np.zeros((c, h + 2 * ph, w + 2 * pw, n), dtype=x.dtype)
+    xp[:, ph:ph + h, pw:pw + w, :] = x.transpose(1, 2, 3, 0)  # pad and transpose in one copy
+    oh, ow = _out_size(h, kh, sh, ph, dh), _out_size(w, kw, sw, pw, dw)
+    s_c, s_h, s_w, s_n = xp.strides
+    win = as_strided(xp, (c, kh, kw, oh, ow, n),
+                     (s_c, s_h * dh, s_w * dw, s_h * sh, s_w * sw, s_n), writeable=False)
+    return win.reshape(groups, (c // groups) * kh * kw, oh * ow * n), (oh, ow)
+
+
+def _grad_batch_inner(grad_output, groups):
+    """grad_output (N, O, OH, OW) as (G, O/G, OH*OW*N)."""
+    n, o, oh, ow = grad_output.shape
+    g = np.ascontiguousarray(grad_output.transpose(1, 2, 3, 0))
+    return g.reshape(groups, o // groups, oh * ow * n)
+
+
+# ---- the fast paths ---------------------------------------------------------------------------
 
 
 def conv2d(x, weight, stride, padding, dilation, groups):
     o, cg, kh, kw = weight.shape
-    win = _windows(x, (kh, kw), stride, padding, dilation)
-    n, _, _, _, oh, ow = win.shape
-    og, k = o // groups, cg * kh * kw
-    w = weight.reshape(groups, og, k)
-    if _per_image((oh, ow)):
-        cols = win.reshape(n, groups, k, oh * ow)
+    n = x.shape[0]
+    w = weight.reshape(groups, o // groups, cg * kh * kw)
+    if _per_image(_out_size(x.shape[3], kw, stride[1], padding[1], dilation[1])):
+        cols, (oh, ow) = _cols_per_image(x, (kh, kw), stride, padding, dilation, groups)
         return np.matmul(w, cols).reshape(n, o, oh, ow)
-    # flat: rows are (n, oh, ow), columns (c, kh, kw) within each group
-    cols = win.reshape(n, groups, cg, kh, kw, oh, ow).transpose(1, 0, 5, 6, 2, 3, 4)
-    cols = cols.reshape(groups, n * oh * ow, k)
-    out = np.matmul(cols, w.transpose(0, 2, 1))  # (G, N*OH*OW, O/G)
-    out = out.reshape(groups, n, oh, ow, og).transpose(1, 0, 4, 2, 3)
-    return np.ascontiguousarray(out).reshape(n, o, oh, ow)
-
-
-def _col2im(cols, input_shape, stride, padding, dilation):
-    """cols (N, C, kh, kw, OH, OW), any strides, summed into (N, C, H, W)."""
-    n, c, kh, kw, oh, ow = cols.shape
-    (ph, pw), (sh, sw), (dh, dw) = padding, stride, dilation
-    h, w = input_shape[2], input_shape[3]
-    out = np.zeros((n, c, h + 2 * ph, w + 2 * pw), dtype=cols.dtype)
-    for i in range(kh):
-        for j in range(kw):
-            r, q = i * dh, j * dw
-            out[:, :, r:r + sh * (oh - 1) + 1:sh, q:q + sw * (ow - 1) + 1:sw] += cols[:, :, i, j]
-    return out[:, :, ph:ph + h, pw:pw + w]
-
-
-def conv2d_grad_input(grad_output, weight, input_shape, stride, padding, dilation, groups):
-    o, cg, kh, kw = weight.shape
-    n, _, oh, ow = grad_output.shape
-    og, k = o // groups, cg * kh * kw
-    w = weight.reshape(groups, og, k)
-    if _per_image((oh, ow)):
-        g = grad_output.reshape(n, groups, og, oh * ow)
-        cols = np.matmul(w.transpose(0, 2, 1), g)  # (N, G, K, OH*OW)
-        cols = cols.reshape(n, groups * cg, kh, kw, oh, ow)
-    else:
-        g = grad_output.reshape(n, groups, og, oh * ow).transpose(1, 0, 3, 2)
-        cols = np.matmul(g.reshape(groups, n * oh * ow, og), w)  # (G, N*OH*OW, K)
-        cols = cols.reshape(groups, n, oh, ow, cg, kh, kw).transpose(1, 0, 4, 5, 6, 2, 3)
-        cols = cols.reshape(n, groups * cg, kh, kw, oh, ow)
-    return _col2im(cols, input_shape, stride, padding, dilation)
+    cols, (oh, ow) = _cols_batch_inner(x, (kh, kw), stride, padding, dilation, groups)
+    out = np.matmul(w, cols).reshape(o, oh, ow, n)
+    return np.ascontiguousarray(out.transpose(3, 0, 1, 2))
 
 
 def conv2d_grad_weight(x, grad_output, weight_shape, stride, padding, dilation, groups):
     o, cg, kh, kw = weight_shape
-    win = _windows(x, (kh, kw), stride, padding, dilation)
-    n, _, _, _, oh, ow = win.shape
-    og, k = o // groups, cg * kh * kw
-    if _per_image((oh, ow)):
-        cols = win.reshape(n, groups, k, oh * ow)
-        g = grad_output.reshape(n, groups, og, oh * ow)
-        # (G, O/G, N*P) @ (G, N*P, K) would copy the columns; one matmul per image is cheaper
-        per_image = np.matmul(g, cols.transpose(0, 1, 3, 2))
-        return per_image.sum(axis=0).reshape(weight_shape)
-    cols = win.reshape(n, groups, cg, kh, kw, oh, ow).transpose(1, 0, 5, 6, 2, 3, 4)
-    cols = cols.reshape(groups, n * oh * ow, k)
-    g = grad_output.reshape(n, groups, og, oh, ow).transpose(1, 2, 0, 3, 4)
-    g = g.reshape(groups, og, n * oh * ow)
-    return np.matmul(g, cols).reshape(weight_shape)
+    n, _, oh, ow = grad_output.shape
+    if _per_image(ow):
+        cols, _ = _cols_per_image(x, (kh, kw), stride, padding, dilation, groups)
+        g = grad_output.reshape(n, groups, o // groups, oh * ow)
+        # one matmul per image, summed: cheaper than copying the columns into one matrix
+        return np.matmul(g, cols.transpose(0, 1, 3, 2)).sum(axis=0).reshape(weight_shape)
+    cols, _ = _cols_batch_inner(x, (kh, kw), stride, padding, dilation, groups)
+    g = _grad_batch_inner(grad_output, groups)
+    return np.matmul(g, cols.transpose(0, 2, 1)).reshape(weight_shape)
+
+
+def conv2d_grad_input(grad_output, weight, input_shape, stride, padding, dilation, groups):
+    o, cg, kh, kw = weight.shape
+    n, c, h, w = input_shape
+    _, _, oh, ow = grad_output.shape
+    (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
+    # columns ordered (kernel row, kernel column, channel) so that each offset is one slice
+    w_t = weight.reshape(groups, o // groups, cg, kh, kw).transpose(0, 3, 4, 2, 1)
+    cols = np.matmul(w_t.reshape(groups, kh * kw * cg, o // groups),
+                     _grad_batch_inner(grad_output, groups))
+    cols = cols.reshape(groups, kh, kw, cg, oh, ow, n)
+    grad = np.zeros((groups, cg, h + 2 * ph, w + 2 * pw, n), dtype=grad_output.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            r, q = i * dh, j * dw
+            grad[:, :, r:r + sh * (oh - 1) + 1:sh, q:q + sw * (ow - 1) + 1:sw] += cols[:, i, j]
+    grad = grad.reshape(c, h + 2 * ph, w + 2 * pw, n)[:, ph:ph + h, pw:pw + w]
+    return np.ascontiguousarray(grad.transpose(3, 0, 1, 2))
 
 
 # ---- pooling ----------------------------------------------------------------------------------
@@ -116,7 +126,8 @@ def conv2d_grad_weight(x, grad_output, weight_shape, stride, padding, dilation, 
 
 def _tiles(shape, kernel_size, stride, padding, dilation, ceil_mode):
     """(OH, OW) when the windows tile the input without overlap or padding, else None."""
-    if tuple(kernel_size) != tuple(stride) or any(padding) or tuple(dilation) != (1, 1):
+    if tuple(kernel_size) != tuple(stride) or any(padding) or tuple(dilation) != (1, 1) or \
+            max(kernel_size) > 127:  # window offsets are int8
         return None
     out = tuple(fallbacks.pool_output_size(size, k, k, 0, 1, ceil_mode)
                 for size, k in zip(shape[2:], kernel_size))
@@ -129,15 +140,28 @@ def max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode):
     out = _tiles(x.shape, kernel_size, stride, padding, dilation, ceil_mode)
     if out is None:
         return None
-    n, c, h, w = x.shape
+    w = x.shape[3]
     (oh, ow), (kh, kw) = out, kernel_size
-    tiles = x[:, :, :oh * kh, :ow * kw].reshape(n, c, oh, kh, ow, kw)
-    flat = tiles.transpose(0, 1, 2, 4, 3, 5).reshape(n, c, oh, ow, kh * kw)
-    local = flat.argmax(axis=-1)  # the first maximum in row-major order of the window
-    values = np.take_along_axis(flat, local[..., None], axis=-1)[..., 0]
-    rows = np.arange(oh)[:, None] * kh + local // kw
-    cols = np.arange(ow)[None, :] * kw + local % kw
-    return values, (rows * w + cols).astype(np.int64)
+    x = x[:, :, :oh * kh, :ow * kw]
+    # np.where and masked copies are slow in NumPy: choices are made with 0/1 int8 arithmetic
+    # (pick = old + better * (new - old)). Along each window row first: the max of its kw
+    # columns, and which column won ...
+    row_max, col = x[..., 0::kw], np.zeros(x.shape[:3] + (ow,), dtype=np.int8)
+    for j in range(1, kw):
+        view = x[..., j::kw]
+        better = (view > row_max).view(np.int8)  # strict: a tie keeps the earlier column
+        col = col + better * (np.int8(j) - col)
+        row_max = np.maximum(row_max, view)
+    # ... then down the kh rows of each window: the first maximal row wins, as in row-major
+    values, row, win_col = row_max[:, :, 0::kh], np.int8(0), col[:, :, 0::kh]
+    for i in range(1, kh):
+        view = row_max[:, :, i::kh]
+        better = (view > values).view(np.int8)
+        row = row + better * (np.int8(i) - row)
+        win_col = win_col + better * (col[:, :, i::kh] - win_col)
+        values = np.maximum(values, view)
+    base = (np.arange(oh)[:, None] * kh) * w + np.arange(ow)[None, :] * kw
+    return np.ascontiguousarray(values), (row * np.int64(w) + win_col) + base
 
 
 def max_pool2d_grad(grad_output, indices, input_shape, kernel_size, stride, padding, dilation,
@@ -147,13 +171,12 @@ def max_pool2d_grad(grad_output, indices, input_shape, kernel_size, stride, padd
         return None
     n, c, h, w = input_shape
     (oh, ow), (kh, kw) = out, kernel_size
-    # each input element lies in at most one window: write its gradient where it won
-    local = (indices // w - np.arange(oh)[:, None] * kh) * kw + \
-        (indices % w - np.arange(ow)[None, :] * kw)
-    flat = np.zeros((n, c, oh, ow, kh * kw), dtype=grad_output.dtype)
-    np.put_along_axis(flat, local[..., None], grad_output[..., None], axis=-1)
-    grad = flat.reshape(n, c, oh, ow, kh, kw).transpose(0, 1, 2, 4, 3, 5)
-    grad = grad.reshape(n, c, oh * kh, ow * kw)
-    if (oh * kh, ow * kw) != (h, w):
-        grad = np.pad(grad, ((0, 0), (0, 0), (0, h - oh * kh), (0, w - ow * kw)))
+    # each input element lies in at most one window: it gets that window's gradient if it won
+    offset = indices - ((np.arange(oh)[:, None] * kh) * w + np.arange(ow)[None, :] * kw)
+    tiled = (oh * kh, ow * kw) == (h, w)
+    grad = (np.empty if tiled else np.zeros)(input_shape, dtype=grad_output.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            np.multiply(grad_output, offset == i * w + j, out=grad[:, :, i:oh * kh:kh,
+                                                                    j:ow * kw:kw])
     return grad

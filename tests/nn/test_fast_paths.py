@@ -14,7 +14,7 @@ from ndlite.device import fallbacks, get_backend
 import nn_reference as ref
 
 B = get_backend("numpy")
-DEFAULT_LAYOUT = ndlite_numpy.nn.PER_IMAGE_MIN_POSITIONS
+DEFAULT_LAYOUT = ndlite_numpy.nn.WIDE_ROWS
 
 
 class Direct:
@@ -45,14 +45,14 @@ def conv_geometry(draw):
 
 
 @pytest.mark.parametrize("impl", IMPLEMENTATIONS)
-@pytest.mark.parametrize("layout", [0, 10**9], ids=["per-image", "flat"])
+@pytest.mark.parametrize("layout", [0, 10**9], ids=["per-image", "batch-inner"])
 @given(case=conv_geometry())
 def test_conv2d_forward_and_grads(impl, layout, case):
-    ndlite_numpy.nn.PER_IMAGE_MIN_POSITIONS = layout  # both NumPy layouts (restored below)
+    ndlite_numpy.nn.WIDE_ROWS = layout  # both NumPy layouts (restored below)
     try:
         _check_conv(impl, case)
     finally:
-        ndlite_numpy.nn.PER_IMAGE_MIN_POSITIONS = DEFAULT_LAYOUT
+        ndlite_numpy.nn.WIDE_ROWS = DEFAULT_LAYOUT
 
 
 def _check_conv(impl, case):
