@@ -137,4 +137,5 @@ float = float32  # noqa: A001 - torch.float
 bool = bool_  # noqa: A001 - torch.bool
 int = int32  # noqa: A001 - torch.int
 
-from . import nn  # noqa: E402  (nn builds on everything above)
+from . import data, nn, optim  # noqa: E402  (they build on everything above)
+from .serialization import load, save  # noqa: E402

@@ -1,6 +1,7 @@
 """The `ndlite` command: one subcommand per module of this package.
 
     ndlite info                 backends, devices, versions
+    ndlite train mnist          train the seed CNN on MNIST
 """
 
 from __future__ import annotations
@@ -8,10 +9,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import info
+from . import info, train
 
 #: subcommand modules; each has `add_parser(subparsers)` and `run(args) -> int`
-COMMANDS = [info]
+COMMANDS = [info, train]
 
 
 def build_parser() -> argparse.ArgumentParser:

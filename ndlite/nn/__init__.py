@@ -1,7 +1,7 @@
 """Neural-network building blocks with PyTorch's names: `Module`, `Parameter`, layers,
 losses, `init`, and the functional ops in `ndlite.nn.functional`."""
 
-from . import functional, init
+from . import functional, init, models
 from .activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
 from .container import ModuleList, Sequential
 from .layers import AdaptiveAvgPool2d, AvgPool2d, Conv2d, Dropout, Flatten, Linear, MaxPool2d
@@ -13,4 +13,4 @@ __all__ = ["AdaptiveAvgPool2d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "Ba
            "BatchNorm2d", "Conv2d", "CrossEntropyLoss", "Dropout", "Flatten", "GELU", "L1Loss",
            "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "MaxPool2d", "Module", "ModuleList",
            "NLLLoss", "Parameter", "ReLU", "Sequential", "Sigmoid", "Softmax", "Tanh",
-           "functional", "init"]
+           "functional", "init", "models"]

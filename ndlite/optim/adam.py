@@ -1,0 +1,50 @@
+"""Adam and AdamW (decoupled weight decay), with AMSGrad."""
+
+from __future__ import annotations
+
+from .optimizer import Optimizer
+
+
+class Adam(Optimizer):
+    """PyTorch's Adam: m and v running averages of g and g^2 with bias correction;
+    weight_decay adds weight_decay * p to the gradient (L2); amsgrad uses the running max of v.
+
+    >>> import ndlite
+    >>> p = ndlite.nn.Parameter(ndlite.tensor([1.0]))
+    >>> opt = ndlite.optim.Adam([p], lr=0.1)
+    >>> (p * 3).sum().backward(); opt.step(); round(p.item(), 4)
+    0.9
+    """
+
+    decoupled = False
+
+    def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.0, amsgrad: bool = False):
+        if lr < 0 or eps < 0 or weight_decay < 0:
+            raise ValueError(f"{type(self).__name__}: lr, eps and weight_decay must be "
+                             f"non-negative, got lr={lr}, eps={eps}, weight_decay={weight_decay}")
+        if not (0 <= betas[0] < 1 and 0 <= betas[1] < 1):
+            raise ValueError(f"{type(self).__name__}: betas must be in [0, 1), got {betas}")
+        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
+                                      weight_decay=weight_decay, amsgrad=amsgrad))
+
+    def update(self, param, grad, state, group):
+        exp_avg = self.buffer(state, "exp_avg", param)._data
+        exp_avg_sq = self.buffer(state, "exp_avg_sq", param)._data
+        vmax = self.buffer(state, "max_exp_avg_sq", param)._data if group["amsgrad"] else None
+        state["step"] = step = state.get("step", 0) + 1
+        beta1, beta2 = group["betas"]
+        param._backend.adam_step(param._data, grad._data, exp_avg, exp_avg_sq, vmax, step,
+                                 group["lr"], beta1, beta2, group["eps"], group["weight_decay"],
+                                 self.decoupled)
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay: p *= 1 - lr * weight_decay before the Adam step
+    (PyTorch's default weight_decay=0.01)."""
+
+    decoupled = True
+
+    def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 1e-2, amsgrad: bool = False):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad)

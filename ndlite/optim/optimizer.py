@@ -1,0 +1,148 @@
+"""The Optimizer base: parameter groups, per-parameter state, zero_grad, state dicts.
+
+A subclass implements `update(param, grad, state, group)`, which changes the parameter's
+buffer in place through a fused backend step. `step` calls it for every parameter that has a
+gradient, under no_grad, then bumps the parameter's version (autograd then knows saved
+copies of the old value are stale).
+"""
+
+from __future__ import annotations
+
+import numbers
+
+from .. import autograd
+from ..errors import DTypeError
+from ..tensor import Tensor
+
+
+class Optimizer:
+    """Base class: `Optimizer(params, defaults)`, params an iterable of tensors or of dicts
+    (parameter groups with their own hyperparameters)."""
+
+    def __init__(self, params, defaults: dict):
+        self.defaults = dict(defaults)
+        self.state: dict[int, dict] = {}
+        self.param_groups: list[dict] = []
+        params = list(params)
+        if not params:
+            raise ValueError(f"{type(self).__name__}: got an empty parameter list")
+        if not isinstance(params[0], dict):
+            params = [{"params": params}]
+        for group in params:
+            self.add_param_group(group)
+
+    def add_param_group(self, group: dict) -> None:
+        group = dict(group)
+        params = group["params"]
+        group["params"] = [params] if isinstance(params, Tensor) else list(params)
+        seen = {id(p) for g in self.param_groups for p in g["params"]}
+        for p in group["params"]:
+            if not isinstance(p, Tensor):
+                raise TypeError(f"{type(self).__name__}: can only optimize tensors, got "
+                                f"{type(p).__name__}")
+            if p.dtype.kind != "f" or not p.requires_grad:
+                raise DTypeError(f"{type(self).__name__}: parameters must be floating tensors "
+                                 f"that require grad (got {p.dtype}, shape {p.shape})")
+            if id(p) in seen:
+                raise ValueError(f"{type(self).__name__}: a parameter appears in more than one "
+                                 "group")
+            seen.add(id(p))
+        for key, value in self.defaults.items():
+            group.setdefault(key, value)
+        self.param_groups.append(group)
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Forget the gradients (None, or zeros with set_to_none=False)."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                if set_to_none:
+                    p.grad = None
+                elif p.grad is not None:
+                    p.grad = Tensor._make(p._backend.full(p.shape, 0, p.dtype), p._backend)
+
+    def step(self, closure=None):
+        """One update of every parameter that has a gradient; returns closure() if given."""
+        loss = None
+        if closure is not None:
+            with autograd.enable_grad():
+                loss = closure()
+        with autograd.no_grad():
+            for group in self.param_groups:
+                for p in group["params"]:
+                    if p.grad is None:
+                        continue
+                    grad = p.grad
+                    if grad._backend is not p._backend or grad.dtype != p.dtype:
+                        grad = grad.to(p._backend, p.dtype)
+                    self.update(p, grad, self.state.setdefault(id(p), {}), group)
+                    p._bump()
+        return loss
+
+    def update(self, param: Tensor, grad: Tensor, state: dict, group: dict) -> None:
+        raise NotImplementedError
+
+    @staticmethod
+    def buffer(state: dict, name: str, like: Tensor) -> Tensor:
+        """The state tensor `name`, created as zeros like `like` on first use."""
+        t = state.get(name)
+        if t is None:
+            t = state[name] = Tensor._make(like._backend.full(like.shape, 0, like.dtype),
+                                           like._backend)
+        return t
+
+    # ---- state dicts -------------------------------------------------------------------------
+
+    def state_dict(self) -> dict:
+        """{"state": {index: {name: tensor or number}}, "param_groups": [...]}, parameters
+        named by their position across groups (PyTorch's layout)."""
+        index, groups = 0, []
+        state = {}
+        for group in self.param_groups:
+            packed = {k: v for k, v in group.items() if k != "params"}
+            ids = []
+            for p in group["params"]:
+                if id(p) in self.state:
+                    state[index] = dict(self.state[id(p)])
+                ids.append(index)
+                index += 1
+            packed["params"] = ids
+            groups.append(packed)
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        groups = state_dict["param_groups"]
+        if len(groups) != len(self.param_groups) or any(
+                len(g["params"]) != len(own["params"])
+                for g, own in zip(groups, self.param_groups)):
+            raise ValueError(f"{type(self).__name__}.load_state_dict: the saved parameter "
+                             "groups do not match this optimizer's (different model?)")
+        params = [p for g in self.param_groups for p in g["params"]]
+        saved_ids = [i for g in groups for i in g["params"]]
+        by_saved = dict(zip(saved_ids, params))
+        self.state = {}
+        for key, entry in state_dict["state"].items():
+            p = by_saved[int(key)]
+            self.state[id(p)] = {
+                name: value if isinstance(value, numbers.Number) else _as_state_tensor(value, p)
+                for name, value in entry.items()}
+        for own, saved in zip(self.param_groups, groups):
+            for k, v in saved.items():
+                if k != "params":
+                    own[k] = v
+
+    def __repr__(self) -> str:
+        lines = [f"{type(self).__name__} ("]
+        for i, group in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {i}")
+            for k in sorted(group):
+                if k != "params":
+                    lines.append(f"    {k}: {group[k]}")
+        return "\n".join(lines + [")"])
+
+
+def _as_state_tensor(value, like: Tensor) -> Tensor:
+    from ..creation import tensor
+
+    if isinstance(value, Tensor):
+        return value.detach().to(like._backend, like.dtype).clone()
+    return tensor(value, dtype=like.dtype, backend=like._backend)

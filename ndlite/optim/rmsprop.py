@@ -1,0 +1,35 @@
+"""RMSprop: gradients scaled by a running root mean square (optionally centered)."""
+
+from __future__ import annotations
+
+from .optimizer import Optimizer
+
+
+class RMSprop(Optimizer):
+    """PyTorch's RMSprop: v = alpha v + (1 - alpha) g^2; centered subtracts the squared
+    running mean of g; p -= lr g / (sqrt(v) + eps), through a momentum buffer if momentum > 0.
+
+    >>> import ndlite
+    >>> p = ndlite.nn.Parameter(ndlite.tensor([1.0]))
+    >>> opt = ndlite.optim.RMSprop([p], lr=0.01)
+    >>> (p * 3).sum().backward(); opt.step(); round(p.item(), 4)
+    0.9
+    """
+
+    def __init__(self, params, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
+                 weight_decay: float = 0.0, momentum: float = 0.0, centered: bool = False):
+        if lr < 0 or eps < 0 or momentum < 0 or weight_decay < 0 or not 0 <= alpha:
+            raise ValueError(f"RMSprop: invalid hyperparameters lr={lr}, alpha={alpha}, "
+                             f"eps={eps}, momentum={momentum}, weight_decay={weight_decay}")
+        super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
+                                      momentum=momentum, centered=centered))
+
+    def update(self, param, grad, state, group):
+        square_avg = self.buffer(state, "square_avg", param)._data
+        grad_avg = self.buffer(state, "grad_avg", param)._data if group["centered"] else None
+        buf = self.buffer(state, "momentum_buffer", param)._data if group["momentum"] > 0 \
+            else None
+        state["step"] = state.get("step", 0) + 1
+        param._backend.rmsprop_step(param._data, grad._data, square_avg, grad_avg, buf,
+                                    group["lr"], group["alpha"], group["eps"],
+                                    group["momentum"], group["weight_decay"])

@@ -1,0 +1,109 @@
+"""Checkpoints: `ndlite.save(obj, path)` and `ndlite.load(path)` for state dicts of models
+and optimizers (nested dicts, lists and tuples of tensors, NumPy arrays, numbers, strings,
+booleans and None).
+
+The file is a plain `.npz` written and read with `allow_pickle=False`: arrays under
+"t0", "t1", ..., and the structure as JSON text in "__ndlite__" (a uint8 array). Nothing in
+a checkpoint can run code; a truncated or foreign file raises a ValueError saying so.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+
+import numpy as np
+
+from .tensor import Tensor
+
+FORMAT = "ndlite-checkpoint"
+VERSION = 1
+_META = "__ndlite__"
+
+
+def _encode(obj, arrays: list):
+    if isinstance(obj, Tensor):
+        arrays.append(np.ascontiguousarray(obj.detach().numpy()))
+        return {"tensor": len(arrays) - 1}
+    if isinstance(obj, np.ndarray):
+        if obj.dtype == object:
+            raise TypeError("save: object arrays cannot be saved without pickle")
+        arrays.append(np.ascontiguousarray(obj))
+        return {"array": len(arrays) - 1}
+    if isinstance(obj, dict):
+        return {"dict": [[_encode(k, arrays), _encode(v, arrays)] for k, v in obj.items()]}
+    if isinstance(obj, (list, tuple)):
+        return {"tuple" if isinstance(obj, tuple) else "list": [_encode(v, arrays) for v in obj]}
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if obj is None or isinstance(obj, (bool, int, float, str)):
+        return {"value": obj}
+    raise TypeError(f"save: cannot save a {type(obj).__name__}; checkpoints hold tensors, "
+                    "arrays, numbers, strings, None and dicts/lists/tuples of them")
+
+
+def _decode(node, arrays, backend):
+    from .creation import tensor
+
+    if "tensor" in node:
+        return tensor(arrays[f"t{node['tensor']}"], backend=backend)
+    if "array" in node:
+        return arrays[f"t{node['array']}"]
+    if "dict" in node:
+        return {_decode(k, arrays, backend): _decode(v, arrays, backend) for k, v in node["dict"]}
+    if "list" in node:
+        return [_decode(v, arrays, backend) for v in node["list"]]
+    if "tuple" in node:
+        return tuple(_decode(v, arrays, backend) for v in node["tuple"])
+    return node["value"]
+
+
+def save(obj, path) -> None:
+    """Write `obj` (e.g. `model.state_dict()`) to `path` as an .npz checkpoint.
+
+    >>> import ndlite, tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "model.npz")
+    >>> ndlite.save({"w": ndlite.ones(2), "epoch": 3}, path)
+    >>> ndlite.load(path)["epoch"]
+    3
+    """
+    arrays: list = []
+    tree = _encode(obj, arrays)
+    meta = json.dumps({"format": FORMAT, "version": VERSION, "tree": tree})
+    payload = {f"t{i}": a for i, a in enumerate(arrays)}
+    payload[_META] = np.frombuffer(meta.encode(), dtype=np.uint8)
+    path = os.fspath(path)
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:  # a file object: np.savez would append ".npz" to a name
+        np.savez(f, **payload)
+    os.replace(tmp, path)
+
+
+def load(path, backend=None):
+    """Read a checkpoint written by `save`; tensors are created on `backend` (default: the
+    current backend). Raises ValueError for a truncated, corrupt or foreign file."""
+    path = os.fspath(path)
+    what = f"load: {path!r} is not a readable ndlite checkpoint"
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            if not hasattr(data, "files") or _META not in data.files:
+                raise ValueError(f"{what}: it has no ndlite metadata (a foreign file?); "
+                                 "checkpoints are written by ndlite.save")
+            meta = json.loads(bytes(data[_META]).decode())
+            if meta.get("format") != FORMAT:
+                raise ValueError(f"{what}: unknown format {meta.get('format')!r}")
+            if meta.get("version", 0) > VERSION:
+                raise ValueError(f"{what}: written by a newer ndlite (format version "
+                                 f"{meta['version']}); upgrade ndlite")
+            arrays = {name: data[name] for name in data.files if name != _META}
+    except FileNotFoundError:
+        raise
+    except ValueError as exc:
+        if str(exc).startswith(what):
+            raise
+        raise ValueError(f"{what} (truncated or corrupt: {exc}); save it again") from None
+    except (zipfile.BadZipFile, OSError, EOFError, KeyError, json.JSONDecodeError,
+            UnicodeDecodeError) as exc:
+        raise ValueError(f"{what} (truncated or corrupt: {exc}); save it again") from None
+    return _decode(meta["tree"], arrays, backend)
