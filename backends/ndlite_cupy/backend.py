@@ -9,6 +9,7 @@ does differently from the contract:
   0, 1, 2, -1; sigmoid is one fused kernel instead of five passes (kernels/elementwise.cu);
 - gather, scatter_add and put use gather-per-output kernels: no atomics, bitwise
   deterministic run to run (indexing.py);
+- max/min reductions pick NumPy's one of two equal values (-0.0 or +0.0) (kernels/reduce.cu);
 - transfers and fills keep -0.0 (CuPy's `fill` memsets any zero), reductions over no axes,
   `to_numpy` (a copy), `assign` between overlapping buffers.
 
@@ -144,7 +145,7 @@ class CupyBackend(XpBackend):
             self._pool = memory.install()
             _pin_fp32_matmul()
         super().__init__(cupy)
-        k = kernels()
+        self._kernels = k = kernels()
         for name in _KERNEL_PRIMITIVES:
             setattr(self, name, getattr(k, name))
         self.matmul = cupy.matmul
@@ -227,11 +228,12 @@ class CupyBackend(XpBackend):
             return x.astype(np.int64) if x.dtype.kind in "biu" else x.copy()
         return x.sum(axis=axes, keepdims=keepdims)
 
+    # max and min keep NumPy's choice between equal values (-0.0 or +0.0): kernels/reduce.cu
     def max(self, x, axes, keepdims):
-        return x.max(axis=axes, keepdims=keepdims) if axes else x.copy()
+        return self._kernels.max(x, axis=axes, keepdims=keepdims) if axes else x.copy()
 
     def min(self, x, axes, keepdims):
-        return x.min(axis=axes, keepdims=keepdims) if axes else x.copy()
+        return self._kernels.min(x, axis=axes, keepdims=keepdims) if axes else x.copy()
 
     def argmax(self, x, axis, keepdims):
         return x.argmax(axis=axis, keepdims=keepdims).astype(np.int64, copy=False)

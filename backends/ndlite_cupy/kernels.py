@@ -26,24 +26,18 @@ def source(name: str) -> str:
     return (SOURCES / f"{name}.cu").read_text()
 
 
-def elementwise(in_params: str, out_params: str, operation: str, name: str,
-                preamble: str = "", fallback=None):
-    """An ElementwiseKernel that raises KernelBuildError (with the compiler's log) when it
-    fails to compile. The wrapper is one Python frame; CuPy still caches per device/dtype.
+def guarded(kernel, name: str, signature: str, fallback=None):
+    """`kernel` made to raise KernelBuildError (with NVRTC's log) when it fails to compile.
+    The wrapper is one Python frame; CuPy still caches the binary per device and dtypes.
     `fallback(*args)` answers calls the kernel's types refuse (operands of two dtypes, which
-    the contract never passes), so such a call gets NumPy's promotion instead of an error.
-
-    >>> relu = elementwise("T x", "T y", "y = x > 0 ? x : 0", "my_relu")  # doctest: +SKIP
-    """
-    kernel = cupy.ElementwiseKernel(in_params, out_params, operation, name, preamble=preamble)
+    the contract never passes), so such a call gets NumPy's promotion instead of an error."""
 
     def call(*args, **kwargs):
         try:
             return kernel(*args, **kwargs)
         except CompileException as exc:
             raise KernelBuildError(
-                f"cupy: CUDA kernel {name!r} ({in_params} -> {out_params}) failed to compile",
-                log=str(exc),
+                f"cupy: CUDA kernel {name!r} ({signature}) failed to compile", log=str(exc)
             ) from None
         except TypeError:
             if fallback is None:
@@ -53,6 +47,25 @@ def elementwise(in_params: str, out_params: str, operation: str, name: str,
     call.kernel = kernel
     call.__name__ = name
     return call
+
+
+def elementwise(in_params: str, out_params: str, operation: str, name: str,
+                preamble: str = "", fallback=None):
+    """A guarded ElementwiseKernel (see `guarded`).
+
+    >>> relu = elementwise("T x", "T y", "y = x > 0 ? x : 0", "my_relu")  # doctest: +SKIP
+    """
+    kernel = cupy.ElementwiseKernel(in_params, out_params, operation, name, preamble=preamble)
+    return guarded(kernel, name, f"{in_params} -> {out_params}", fallback)
+
+
+def extremum(reduce_expr: str, name: str):
+    """A guarded max or min ReductionKernel over kernels/reduce.cu: call it with
+    `(x, axis=axes, keepdims=...)`."""
+    kernel = cupy.ReductionKernel(
+        "T x", "T y", "ndl_extremum<T>(x, _J)", reduce_expr, "y = a.value", None, name,
+        reduce_type="ndl_extremum<T>", preamble=source("reduce"))
+    return guarded(kernel, name, "T x -> T y")
 
 
 #: binary primitives: (ndlite name, CuPy ufunc, expression of operands a and b)
@@ -82,6 +95,8 @@ class Kernels:
         for name, ufunc, operator in COMPARISONS:
             setattr(self, name, elementwise("T a, T b", "bool y", f"y = a {operator} b",
                                             f"ndlite_{name}", fallback=getattr(cupy, ufunc)))
+        self.max = extremum("ndl_later_max(a, b)", "ndlite_max")
+        self.min = extremum("ndl_later_min(a, b)", "ndlite_min")
         self.relu = elementwise("T x", "T y", "y = ndl_relu(x)", "ndlite_relu", activations)
         self.sigmoid = elementwise("T x", "T y", "y = ndl_sigmoid(x)", "ndlite_sigmoid",
                                    activations)

@@ -7,6 +7,8 @@ the conformance suite, which runs on every backend.)
 Skipped, saying why, where CuPy or a CUDA device is missing (CI has no GPU).
 """
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -325,6 +327,34 @@ def test_reducing_no_axes_follows_numpy_dtypes(dtype):
         got, want = host(getattr(b, op)(on_gpu(h), (), False)), getattr(ref, op)(h, (), False)
         assert got.dtype == want.dtype, op
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_max_and_min_match_numpy_over_any_axes(dtype):
+    h = (rng().standard_normal((3, 4, 5)) * 10).astype(dtype)
+    x = on_gpu(h)
+    for axes in ((0,), (1,), (2,), (0, 2), (1, 2), (0, 1, 2)):
+        for keepdims in (False, True):
+            for op in ("max", "min"):
+                got, want = host(getattr(b, op)(x, axes, keepdims)), getattr(ref, op)(h, axes,
+                                                                                    keepdims)
+                assert got.dtype == want.dtype
+                np.testing.assert_array_equal(got, want, err_msg=f"{op} {axes} {keepdims}")
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_max_and_min_break_signed_zero_ties_like_numpy(dtype):
+    # NumPy keeps the later of two equal values; on short rows (before its SIMD loops start)
+    # that decides -0.0 against +0.0, and the conformance suite compares those bits
+    for n in (2, 3, 4):
+        for signs in itertools.product((-0.0, 0.0), repeat=n):
+            row = np.array(signs, dtype)
+            for op in ("max", "min"):
+                got = host(getattr(b, op)(on_gpu(row), (0,), False))
+                assert_same_bits(got, getattr(ref, op)(row, (0,), False), f"{op} {signs}")
+                column = np.stack([row, -row], axis=1)  # (n, 2), reduced along axis 0
+                got = host(getattr(b, op)(on_gpu(column), (0,), False))
+                assert_same_bits(got, getattr(ref, op)(column, (0,), False), f"{op} {signs}")
 
 
 def test_argmax_and_argmin_pick_the_first_extremum():
