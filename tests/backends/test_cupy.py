@@ -342,6 +342,16 @@ def test_max_and_min_match_numpy_over_any_axes(dtype):
                 np.testing.assert_array_equal(got, want, err_msg=f"{op} {axes} {keepdims}")
 
 
+@pytest.mark.parametrize("shape, axes", [((1 << 20,), (0,)), ((1000, 1000), (0, 1)),
+                                         ((1000, 1000), (1,)), ((1000, 1000), (0,))])
+def test_max_and_min_of_large_arrays(shape, axes):
+    # large reductions take CuPy's CUB path, which compiles the kernel differently
+    h = rng().standard_normal(shape).astype(np.float32)
+    for op in ("max", "min"):
+        got = host(getattr(b, op)(on_gpu(h), axes, False))
+        np.testing.assert_array_equal(got, getattr(ref, op)(h, axes, False), err_msg=op)
+
+
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_max_and_min_break_signed_zero_ties_like_numpy(dtype):
     # NumPy keeps the later of two equal values; on short rows (before its SIMD loops start)
