@@ -62,11 +62,12 @@ def elementwise(in_params: str, out_params: str, operation: str, name: str,
 def extremum(reduce_expr: str, name: str):
     """A guarded max or min ReductionKernel over kernels/reduce.cu: call it with
     `(x, axis=axes, keepdims=...)`."""
-    # CuPy's CUB path renames parameters to in0/out0 by plain text replacement (a parameter
-    # `x` would turn ndl_extremum into ndl_ein0tremum), so they are named in0/out0 already
+    # CuPy's CUB path renames the parameters to in0/out0 by plain text replacement (a name
+    # `x` would turn ndl_extremum into ndl_ein0tremum), and adds the typedefs it needs only
+    # when the names differ from in0/out0: so, names that occur nowhere else in the code
     kernel = cupy.ReductionKernel(
-        "T in0", "T out0", "ndl_extremum<T>(in0, _J)", reduce_expr, "out0 = a.value", None,
-        name, reduce_type="ndl_extremum<T>", preamble=source("reduce"))
+        "T element", "T result", "ndl_extremum<T>(element, _J)", reduce_expr,
+        "result = a.value", None, name, reduce_type="ndl_extremum<T>", preamble=source("reduce"))
     return guarded(kernel, name, "T x -> T y")
 
 
