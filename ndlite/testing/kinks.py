@@ -12,8 +12,9 @@ MARGIN = 1e-3
 
 
 def away_from_zero(x: np.ndarray, margin: float = MARGIN) -> np.ndarray:
-    """Values within `margin` of 0 pushed out to +-2 margin."""
-    return np.where(np.abs(x) < margin, np.where(x >= 0, 2 * margin, -2 * margin), x)
+    """Values within `margin` of 0 pushed out to +-2 margin (dtype kept)."""
+    pushed = np.where(np.abs(x) < margin, np.where(x >= 0, 2 * margin, -2 * margin), x)
+    return pushed.astype(x.dtype)
 
 
 def distinct(*arrays: np.ndarray, margin: float = MARGIN) -> list[np.ndarray]:
@@ -35,13 +36,14 @@ def distinct(*arrays: np.ndarray, margin: float = MARGIN) -> list[np.ndarray]:
 
 
 def away_from(x: np.ndarray, points, margin: float = MARGIN) -> np.ndarray:
-    """Values within `margin` of any of `points` pushed to 2 margin beyond it."""
+    """Values within `margin` of any of `points` pushed to 2 margin beyond it (dtype kept)."""
+    dtype = x.dtype
     for p in points:
         if p is None:
             continue
         near = np.abs(x - p) < margin
         x = np.where(near, np.where(x >= p, p + 2 * margin, p - 2 * margin), x)
-    return x
+    return np.asarray(x).astype(dtype)
 
 
 def apply(rule: str | None, inputs: list, params: dict, grad: list[int]) -> list:

@@ -6,10 +6,11 @@ to the absolute values of its inputs in float64 (`|A| @ |B|` for matmul). Runnin
 `|a| + |b|`), so the kit runs it on the magnitude backend: the float64 reference whose float
 primitives are replaced by their running-error-analysis counterparts,
 
-    sub(a, b) -> |a| + |b|     neg(x) -> |x|       min/maximum/minimum -> the larger magnitude
-    log(x) -> |log x|          any scalar operand -> its absolute value
+    sub(a, b) -> |a| + |b|     neg(x) -> |x|     log(x) -> |log x|
+    add, mul, div, pow -> on the absolute values of their operands (scalars included)
 
-while index arithmetic (integer buffers) is left alone. For the VJP it is fed |cotangent|, so a
+while index arithmetic (integer buffers) is left alone, and so are selections (where,
+maximum, max, pad, full), whose sentinels (-inf padding of a max-pool) must keep their sign. For the VJP it is fed |cotangent|, so a
 gradient that sums cotangent terms of both signs (broadcasting, reductions) gets the sum of
 their magnitudes as its scale. The kit never lets S fall below |reference|.
 
@@ -43,11 +44,14 @@ def _mag(x):
 
 
 def _binary(original, replacement):
-    """`replacement` on magnitudes when any operand is a float buffer, else `original`."""
+    """`replacement` on magnitudes when any operand is a float buffer, else `original`.
+    (pow keeps its exponent's sign: only the base becomes a magnitude.)"""
 
     def call(a, b):
         if _is_float(a) or _is_float(b):
             with np.errstate(all="ignore"):
+                if replacement is np.power:
+                    return np.asarray(np.power(_mag(a), b))
                 return np.asarray(replacement(_mag(a), _mag(b)))
         return original(a, b)
 
@@ -79,37 +83,8 @@ def magnitude_backend():
             self.sub = _binary(self.sub, np.add)
             self.mul = _binary(self.mul, np.multiply)
             self.div = _binary(self.div, np.true_divide)
-            self.pow = _binary(self.pow, lambda a, b: np.power(a, b))
-            self.maximum = _binary(self.maximum, np.maximum)
-            self.minimum = _binary(self.minimum, np.maximum)
+            self.pow = _binary(self.pow, np.power)
             self.neg = _unary(self.neg, lambda x: x)
             self.log = _unary(self.log, lambda x: np.abs(np.log(x)))
-
-        def full(self, shape, value, dtype):
-            return super().full(shape, abs(value) if np.dtype(dtype).kind == "f" else value,
-                                dtype)
-
-        def where(self, cond, a, b):
-            if _is_float(a) or _is_float(b):  # either branch may be taken: the larger one
-                out_shape = np.broadcast_shapes(np.shape(cond), np.shape(a), np.shape(b))
-                dtype = a.dtype if hasattr(a, "dtype") else b.dtype
-                return np.broadcast_to(np.maximum(_mag(a), _mag(b)), out_shape).astype(dtype)
-            return super().where(cond, a, b)
-
-        def min(self, x, axes, keepdims):
-            if x.dtype.kind == "f":
-                return super().max(np.abs(x), axes, keepdims)
-            return super().min(x, axes, keepdims)
-
-        def max(self, x, axes, keepdims):
-            if x.dtype.kind == "f":
-                return super().max(np.abs(x), axes, keepdims)
-            return super().max(x, axes, keepdims)
-
-        def pad(self, x, widths, value):
-            return super().pad(x, widths, abs(value) if x.dtype.kind == "f" else value)
-
-        def assign(self, dst, src):
-            super().assign(dst, _mag(src) if dst.dtype.kind == "f" else src)
 
     return MagnitudeBackend()
