@@ -1,0 +1,187 @@
+// Reductions over a strided input: M outputs, each over K elements, in one of two shapes:
+//   reduce_serial: one work-item per output walks its K elements (many outputs, or short rows);
+//   reduce_group:  a work-group of WG items per (output, chunk) with a tree in local memory;
+//                  with P > 1 chunks per output it writes partials that a second pass reduces.
+// Both orders are fixed by the shapes alone, so results are bitwise the same run to run.
+// #defines: T (input), TA (accumulator/output), FLOAT_ACC, REDUCE (one of R_SUM, R_MAX,
+//   R_MIN, R_ARGMAX), NOUT / NRED (collapsed kept / reduced dims), WG, INDEXED (the input
+//   carries int64 indices: the second pass of argmax), IDENTITY.
+// Layout: v[0] = M, v[1] = K, v[2] = input offset, v[3] = chunk, v[4] = P, then the kept
+// shape[NOUT] and strides[NOUT], then the reduced shape[NRED] and strides[NRED].
+
+#define R_SUM 0
+#define R_MAX 1
+#define R_MIN 2
+#define R_ARGMAX 3
+
+#if FLOAT_ACC
+#define ISNAN(x) isnan(x)
+#else
+#define ISNAN(x) 0
+#endif
+
+#define KEPT_SHAPE(d) L.v[5 + (d)]
+#define KEPT_STRIDE(d) L.v[5 + NOUT + (d)]
+#define RED_SHAPE(d) L.v[5 + 2 * NOUT + (d)]
+#define RED_STRIDE(d) L.v[5 + 2 * NOUT + NRED + (d)]
+
+typedef struct {
+    TA v;     // running value
+    TA c;     // Neumaier compensation of a float sum
+    long i;   // argmax: index of the best element so far
+} acc_t;
+
+inline acc_t acc_init(void)
+{
+    acc_t a;
+    a.v = IDENTITY;
+    a.c = 0;
+    a.i = LONG_MAX;
+    return a;
+}
+
+// argmax: NaN beats everything (NumPy), ties go to the lower index
+inline int better(TA x, TA best) { return x > best || (ISNAN(x) && !ISNAN(best)); }
+inline int same(TA x, TA best) { return x == best || (ISNAN(x) && ISNAN(best)); }
+
+inline void acc_push(acc_t* a, TA x, long i)
+{
+#if REDUCE == R_SUM && FLOAT_ACC
+    // Neumaier's compensated sum: a float32 row of any length stays within a few ulp
+    const TA t = a->v + x;
+    if (fabs(a->v) >= fabs(x))
+        a->c += (a->v - t) + x;
+    else
+        a->c += (x - t) + a->v;
+    a->v = t;
+#elif REDUCE == R_SUM
+    a->v += x;
+#elif REDUCE == R_MAX
+    a->v = (a->v > x || ISNAN(a->v)) ? a->v : x;
+#elif REDUCE == R_MIN
+    a->v = (a->v < x || ISNAN(a->v)) ? a->v : x;
+#else
+    if (better(x, a->v) || (same(x, a->v) && i < a->i)) {
+        a->v = x;
+        a->i = i;
+    }
+#endif
+}
+
+inline void acc_merge(acc_t* a, const acc_t b)
+{
+#if REDUCE == R_SUM
+    acc_push(a, b.v, 0);
+    a->c += b.c;
+#else
+    acc_push(a, b.v, b.i);
+#endif
+}
+
+inline TA acc_value(const acc_t a)
+{
+#if REDUCE == R_SUM && FLOAT_ACC
+    // an infinite sum leaves a NaN compensation behind: the plain sum is the answer then
+    return isfinite(a.c) ? a.v + a.c : a.v;
+#else
+    return a.v;
+#endif
+}
+
+// the input offset of output m's first element
+inline IDX kept_offset(const layout_t L, IDX m)
+{
+    IDX o = L.v[2];
+#if NOUT > 0
+    for (int d = NOUT - 1; d >= 0; --d) {
+        const IDX n = KEPT_SHAPE(d);
+        o += (m % n) * KEPT_STRIDE(d);
+        m /= n;
+    }
+#endif
+    return o;
+}
+
+// the offset of reduced element k from its output's first element
+inline IDX reduced_offset(const layout_t L, IDX k)
+{
+#if NRED == 1
+    return k * RED_STRIDE(0);
+#else
+    IDX o = 0;
+    for (int d = NRED - 1; d >= 0; --d) {
+        const IDX n = RED_SHAPE(d);
+        o += (k % n) * RED_STRIDE(d);
+        k /= n;
+    }
+    return o;
+#endif
+}
+
+#if INDEXED
+#define INDEX_OF(o, k) x_index[o]
+#else
+#define INDEX_OF(o, k) (k)
+#endif
+
+__kernel void reduce_serial(__global TA* out, __global long* out_index,
+                            __global const T* x, __global const long* x_index, const layout_t L)
+{
+    const IDX m = get_global_id(0);
+    if (m >= L.v[0])
+        return;
+    const IDX K = L.v[1];
+    const IDX base = kept_offset(L, m);
+    acc_t a = acc_init();
+#if NRED == 1
+    const IDX step = RED_STRIDE(0);
+    IDX o = base;
+    for (IDX k = 0; k < K; ++k, o += step)
+        acc_push(&a, (TA)x[o], INDEX_OF(o, k));
+#else
+    for (IDX k = 0; k < K; ++k) {
+        const IDX o = base + reduced_offset(L, k);
+        acc_push(&a, (TA)x[o], INDEX_OF(o, k));
+    }
+#endif
+    out[m] = acc_value(a);
+#if REDUCE == R_ARGMAX
+    out_index[m] = a.i;
+#endif
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void reduce_group(__global TA* out, __global long* out_index,
+                  __global const T* x, __global const long* x_index, const layout_t L)
+{
+    __local acc_t scratch[WG];
+    const IDX g = get_group_id(0);
+    const IDX P = L.v[4];
+    const IDX m = g / P;
+    const IDX chunk = L.v[3];
+    const IDX begin = (g % P) * chunk;
+    const IDX end = min(L.v[1], begin + chunk);
+    const int t = get_local_id(0);
+    const IDX base = kept_offset(L, m);
+    acc_t a = acc_init();
+    for (IDX k = begin + t; k < end; k += WG) {
+        const IDX o = base + reduced_offset(L, k);
+        acc_push(&a, (TA)x[o], INDEX_OF(o, k));
+    }
+    scratch[t] = a;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int width = WG / 2; width > 0; width >>= 1) {
+        if (t < width) {
+            acc_t mine = scratch[t];
+            acc_merge(&mine, scratch[t + width]);
+            scratch[t] = mine;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (t == 0) {
+        out[g] = acc_value(scratch[0]);
+#if REDUCE == R_ARGMAX
+        out_index[g] = scratch[0].i;
+#endif
+    }
+}

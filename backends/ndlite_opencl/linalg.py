@@ -1,0 +1,108 @@
+"""Batched matmul: the tuned register-blocked kernel (gemm.cl) for large float32 products, the
+general tiled kernel (matmul.cl) for everything else.
+
+Both read A and B in place through their strides (a transposed weight or a broadcast batch is
+never copied) and write a new row-major C. Batch dims broadcast and are collapsed first.
+"""
+
+from __future__ import annotations
+
+from math import prod
+
+import numpy as np
+
+from ndlite.device import DTypeError, ShapeError
+
+from . import tuning
+from .array import CLArray, broadcast_view, collapse
+from .kernels import ctype
+
+_FLOAT32 = np.dtype("float32")
+#: below this many multiply-adds the general kernel is as fast and builds faster
+FAST_MIN_WORK = 2**24
+
+
+def matmul(b, x: CLArray, y: CLArray) -> CLArray:
+    if x.ndim < 2 or y.ndim < 2:
+        raise ShapeError(f"matmul: operands need at least 2 dims, got shapes {x.shape} and "
+                         f"{y.shape}")
+    (M, K), (K2, N) = x.shape[-2:], y.shape[-2:]
+    if K != K2:
+        raise ShapeError(f"matmul: shapes {x.shape} and {y.shape} are not aligned: {K} != {K2}")
+    if x.dtype != y.dtype or x.dtype.kind == "b":
+        raise DTypeError(f"matmul: dtypes {x.dtype} and {y.dtype} (shapes {x.shape} and "
+                         f"{y.shape}): need one numeric dtype")
+    batch = _batch_shape(x.shape[:-2], y.shape[:-2], x.shape, y.shape)
+    out = b._new(batch + (M, N), x.dtype, "matmul")
+    if out.size == 0:
+        return out
+    if K == 0:
+        b._fill(out, 0)
+        return out
+    xb = broadcast_view(x, batch + (M, K))
+    yb = broadcast_view(y, batch + (K, N))
+    bshape, sa, sb, sc = collapse(batch, xb.strides[:-2], yb.strides[:-2], out.strides[:-2])
+    # a dim of size 1 is contiguous whatever its stride says (kernels only read index 0)
+    sam, sak = (1 if M == 1 else xb.strides[-2]), (1 if K == 1 else xb.strides[-1])
+    sbk, sbn = (1 if K == 1 else yb.strides[-2]), (1 if N == 1 else yb.strides[-1])
+    plan = (M, N, K, bshape, sa, sb, sc, sam, sak, sbk, sbn)
+    params = None
+    if (x.dtype == _FLOAT32 and M * N * K >= FAST_MIN_WORK and 1 in (sam, sak)
+            and 1 in (sbk, sbn)):
+        params = tuning.gemm_params(b)
+    if params is not None:
+        gemm(b, out, xb, yb, plan, params)
+    else:
+        _general(b, out, xb, yb, plan)
+    return out
+
+
+def _batch_shape(a: tuple, c: tuple, x_shape: tuple, y_shape: tuple) -> tuple:
+    n = max(len(a), len(c))
+    pa, pc = (1,) * (n - len(a)) + a, (1,) * (n - len(c)) + c
+    out = []
+    for p, q in zip(pa, pc):
+        if p != q and p != 1 and q != 1:
+            raise ShapeError(f"matmul: batch dims of shapes {x_shape} and {y_shape} cannot be "
+                             f"broadcast together")
+        out.append(q if p == 1 else p)
+    return tuple(out)
+
+
+def _layout(plan, x: CLArray, y: CLArray, idx_np) -> np.ndarray:
+    M, N, K, bshape, sa, sb, sc, sam, sak, sbk, sbn = plan
+    return np.array([M, N, K, x.offset, y.offset, sam, sak, sbk, sbn, *bshape, *sa, *sb, *sc],
+                    idx_np)
+
+
+def _general(b, out: CLArray, x: CLArray, y: CLArray, plan) -> None:
+    M, N, K, bshape = plan[:4]
+    tile = 16 if b.max_group >= 256 else 8
+    idx, idx_np = b._index_type(out.size, out, x, y)
+    defines = (("IDX", idx), ("LAYOUT_LEN", 9 + 4 * len(bshape)), ("T", ctype(x.dtype)),
+               ("TS", tile), ("NB", len(bshape)))
+    kernel = b.kernels.get("matmul.cl", "matmul", defines)
+    grid = (-(-N // tile) * tile, -(-M // tile) * tile, prod(bshape))
+    kernel(b.queue, grid, (tile, tile, 1), out.data, x.data, y.data,
+           _layout(plan, x, y, idx_np))
+
+
+def gemm(b, out: CLArray, x: CLArray, y: CLArray, plan, params: dict, queue=None):
+    """The register-blocked kernel with tile sizes `params` (TSM, TSN, TSK, WPTM, WPTN);
+    returns its event (tuning times it on a profiling queue of the same context)."""
+    M, N, K, bshape, sa, sb, sc, sam, sak, sbk, sbn = plan
+    tsm, tsn, tsk = params["TSM"], params["TSN"], params["TSK"]
+    a_kcont, b_ncont = int(sak == 1), int(sbn == 1)
+    a_lead, b_lead = (sam if a_kcont else sak), (sbk if b_ncont else sbn)
+    aligned = all(v % 4 == 0 for v in (x.offset, y.offset, a_lead, b_lead, *sa, *sb))
+    even = M % tsm == 0 and N % tsn == 0 and K % tsk == 0
+    idx, idx_np = b._index_type(out.size, out, x, y)
+    defines = (("IDX", idx), ("LAYOUT_LEN", 9 + 4 * len(bshape)), ("T", "float"),
+               ("T4", "float4"), *sorted(params.items()), ("A_KCONT", a_kcont),
+               ("B_NCONT", b_ncont), ("EVEN", int(even)), ("ALIGNED", int(aligned)),
+               ("NB", len(bshape)))
+    kernel = b.kernels.get("gemm.cl", "gemm", defines)
+    rtm, rtn = tsm // params["WPTM"], tsn // params["WPTN"]
+    grid = (-(-N // tsn) * rtn, -(-M // tsm) * rtm, prod(bshape))
+    return kernel(queue or b.queue, grid, (rtn, rtm, 1), out.data, x.data, y.data,
+                  _layout(plan, x, y, idx_np))
