@@ -223,6 +223,7 @@ class Fault:
     backend: type
     ops: tuple  # ops whose conformance test must flag it
     what: str = ""
+    check: str = ""  # a word the failure report must hold ("determinism": the check that fails)
 
     @property
     def name(self) -> str:
