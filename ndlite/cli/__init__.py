@@ -9,10 +9,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import info, train
+from . import conformance, info, train
 
 #: subcommand modules; each has `add_parser(subparsers)` and `run(args) -> int`
-COMMANDS = [info, train]
+COMMANDS = [info, conformance, train]
 
 
 def build_parser() -> argparse.ArgumentParser:

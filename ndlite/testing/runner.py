@@ -92,12 +92,15 @@ def run(op: str, backend, dtype: str, settings: Settings | None = None,
         try:
             outcome = compare(op, case, backend, dtype, seed)
         except Exception as exc:
+            if not failure:
+                result.examples += 1
             failure.update(case=case, seed=seed, message=f"{type(exc).__name__}: {exc}",
                            worst=float("inf"))
             raise
-        result.examples += 1
-        if on_example is not None:
-            on_example()
+        if not failure:  # the calls after a failure are hypothesis shrinking it
+            result.examples += 1
+            if on_example is not None:
+                on_example()
         if not outcome.ok:
             failure.update(case=case, seed=seed, message="; ".join(outcome.failures()),
                            worst=outcome.worst)
@@ -117,6 +120,8 @@ def run(op: str, backend, dtype: str, settings: Settings | None = None,
         result.reason = failure.get("message") or f"{type(exc).__name__}: {exc}"
         if failure:
             result.example = describe(failure["case"], failure["seed"])
-        result.reproduce = reproduction(op, backend.name, result.dtype,
-                                        match.groups() if match else None)
+        blob = match.groups() if match else None
+        if blob is None and reproduce:  # a replay prints no new blob: keep the one it got
+            blob = tuple(reproduce.split(":", 1))
+        result.reproduce = reproduction(op, backend.name, result.dtype, blob)
     return result
