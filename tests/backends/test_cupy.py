@@ -20,6 +20,9 @@ if BACKEND is None:
 
 import cupy  # noqa: E402
 from cupy._core import _routines_linalg  # noqa: E402
+from ndlite_cupy import CupyBackend  # noqa: E402
+from ndlite_cupy.indexing import DIRECT_MAX_LENGTH  # noqa: E402
+from ndlite_cupy.kernels import elementwise  # noqa: E402
 
 import ndlite  # noqa: E402
 from ndlite.device import (  # noqa: E402
@@ -28,9 +31,6 @@ from ndlite.device import (  # noqa: E402
     OutOfMemoryError,
     get_backend,
 )
-from ndlite_cupy import CupyBackend  # noqa: E402
-from ndlite_cupy.indexing import DIRECT_MAX_LENGTH  # noqa: E402
-from ndlite_cupy.kernels import elementwise  # noqa: E402
 
 b = BACKEND
 ref = get_backend("numpy")
@@ -481,5 +481,5 @@ def test_a_small_network_trains_like_on_numpy():
     w1, w2 = r.standard_normal((8, 32)) / 3, r.standard_normal((32, 4)) / 6
     labels = r.integers(0, 4, 16)
     for got, want in zip(_loss_and_grads(b, x, w1, w2, labels),
-                         _loss_and_grads("numpy", x, w1, w2, labels)):
+                         _loss_and_grads("numpy", x, w1, w2, labels), strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
