@@ -29,11 +29,15 @@ def add_parser(sub) -> None:
     p.add_argument("--lr", type=float, default=None,
                    help="learning rate (default: 1e-3 for rmsprop/adam, 0.05 for sgd)")
     p.add_argument("--weight-decay", type=float, default=0.0)
+    p.add_argument("--lr-schedule", choices=["none", "cosine", "step"], default="none",
+                   help="cosine: anneal to 0 over the epochs; step: x0.1 every third of them")
     p.add_argument("--data-dir", default=None,
                    help="folder with the MNIST IDX files (default: $NDLITE_DATA_DIR or the "
                         "download cache)")
     p.add_argument("--subset", action="store_true",
                    help="use the small MNIST subset bundled with ndlite (offline)")
+    p.add_argument("--limit", type=int, default=None, metavar="N",
+                   help="train on the first N training digits only (quick runs)")
     p.add_argument("--download", action="store_true",
                    help="download missing MNIST files (SHA-256 checked)")
     p.add_argument("--seed", type=int, default=0)
@@ -108,6 +112,8 @@ def run(args) -> int:
     if lr <= 0 or args.weight_decay < 0:
         return _fail(f"--lr must be positive and --weight-decay non-negative, got {lr} and "
                      f"{args.weight_decay}")
+    if args.limit is not None and args.limit <= 0:
+        return _fail(f"--limit must be positive, got {args.limit}")
     if args.subset and args.data_dir:
         return _fail("use either --subset or --data-dir, not both")
     try:
@@ -122,6 +128,9 @@ def run(args) -> int:
             test_set = MNIST(args.data_dir, train=False, download=args.download)
     except MNISTError as exc:
         return _fail(str(exc))
+    if args.limit is not None:
+        train_set.images, train_set.labels = (train_set.images[:args.limit],
+                                              train_set.labels[:args.limit])
 
     from tqdm import tqdm
 
@@ -131,9 +140,15 @@ def run(args) -> int:
     train_loader = DataLoader(train_set, args.batch_size, shuffle=True, seed=args.seed,
                               backend=backend)
     test_loader = DataLoader(test_set, 1000, backend=backend)
-    print(f"training the seed CNN on {len(train_set)} MNIST digits ({'bundled subset' if args.subset else train_set.root}), "
-          f"testing on {len(test_set)}; backend {backend.name}, {args.optimizer} lr {lr}, "
-          f"batch {args.batch_size}")
+    source = "the bundled subset" if args.subset else train_set.root
+    print(f"training the seed CNN on {len(train_set)} MNIST digits from {source}, testing on "
+          f"{len(test_set)}; backend {backend.name}, {args.optimizer} lr {lr}, batch "
+          f"{args.batch_size}")
+    schedule = None
+    if args.lr_schedule == "cosine":
+        schedule = ndlite.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=args.epochs)
+    elif args.lr_schedule == "step":
+        schedule = ndlite.optim.lr_scheduler.StepLR(optimizer, max(args.epochs // 3, 1))
     history = []
     for epoch in range(1, args.epochs + 1):
         bar = tqdm(train_loader, desc=f"epoch {epoch}/{args.epochs}", unit="batch",
@@ -144,6 +159,9 @@ def run(args) -> int:
         stats.update(epoch=epoch, test_accuracy=accuracy,
                      images_per_second=stats["images"] / stats["seconds"])
         history.append(stats)
+        if schedule is not None:
+            stats["lr"] = schedule.get_last_lr()[0]
+            schedule.step()
         print(f"epoch {epoch:2d}  train loss {stats['loss']:.4f}  test accuracy "
               f"{100 * accuracy:.2f}%  epoch time {stats['seconds']:.1f} s  "
               f"{stats['images_per_second']:.0f} images/s", flush=True)

@@ -89,13 +89,13 @@ def parse_idx(data: bytes, kind: str, source: str) -> np.ndarray:
     """An IDX payload as a uint8 array: (n, rows, cols) images or (n,) labels."""
     ndim = 3 if kind == "images" else 1
     header = 4 + 4 * ndim
+    magic = int.from_bytes(data[:4], "big") if len(data) >= 4 else None
+    if magic is not None and magic != _MAGIC[kind]:
+        raise MNISTError(f"MNIST file {source} is not an IDX {kind} file (magic number {magic},"
+                         f" expected {_MAGIC[kind]}); check the file names")
     if len(data) < header:
         raise MNISTError(f"MNIST file {source} is truncated: {len(data)} bytes, less than its "
                          f"{header}-byte header; delete it and download it again")
-    magic = int.from_bytes(data[:4], "big")
-    if magic != _MAGIC[kind]:
-        raise MNISTError(f"MNIST file {source} is not an IDX {kind} file (magic number {magic},"
-                         f" expected {_MAGIC[kind]}); check the file names")
     dims = tuple(int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big") for i in range(ndim))
     expected = header + int(np.prod(dims))
     if len(data) != expected:
