@@ -8,7 +8,8 @@ The comparison (DESIGN.md, "Tolerance policy"):
 3. judge each output and each gradient under the op's tolerance class: SCALED against
    8 eps S (S from the magnitude backend, or the spec's `bound`), EXACT bitwise (its gradients,
    which may sum cotangents, are SCALED), TRANSCENDENTAL by rtol/atol (its gradients scaled
-   by the magnitude VJP, so cancelling sums are not misjudged);
+   by the magnitude VJP, so cancelling sums are not misjudged); a long sum may round once per
+   term, so the allowance grows with the rounding count R of each element (roundings.py);
 4. run the backend a second time: outputs and gradients must be bitwise identical.
 
 >>> import numpy as np
@@ -31,6 +32,7 @@ from ..device.registry import get_backend
 from ..ops.registry import EXACT, SCALED, TRANSCENDENTAL, resolve
 from .catalog import get_op
 from .magnitude import magnitude_backend
+from .roundings import rounding_backend
 from .samplers import Case
 from .tolerance import Verdict, judge
 
@@ -146,14 +148,14 @@ def _expected_dtype(reference: np.ndarray, dtype: np.dtype) -> np.dtype:
     return dtype if reference.dtype.kind == "f" else reference.dtype
 
 
-def _judge_one(actual, reference, tol, dtype, scale=None) -> Verdict:
+def _judge_one(actual, reference, tol, dtype, scale=None, roundings=None) -> Verdict:
     want = _expected_dtype(reference, dtype)
     if actual.dtype != want:
         return Verdict(False, np.inf, None,
                        f"dtype {actual.dtype} differs from the expected {want}")
     if scale is not None:
         scale = np.maximum(np.nan_to_num(np.abs(scale), nan=0.0), np.abs(reference))
-    return judge(actual, reference, tol, dtype, scale)
+    return judge(actual, reference, tol, dtype, scale, roundings)
 
 
 def _bitwise(first: Run, second: Run) -> Verdict:
@@ -196,25 +198,30 @@ def compare(op, case: Case, backend, dtype, seed: int = 0,
                          f"{len(reference.outputs)}")
         return outcome
 
-    magnitude = None
-    needs_magnitude = bool(grad) or (spec.tol == SCALED and spec.bound is None)
-    if needs_magnitude:
-        magnitude, _ = execute(fn, case, _cast_floats(case.inputs, np.float64, magnitude=True),
+    magnitude = counts = None
+    if grad or spec.tol != EXACT:  # S and R: the magnitude and rounding-count runs
+        float64 = _cast_floats(case.inputs, np.float64)
+        magnitude, _ = execute(fn, case, _cast_floats(float64, np.float64, magnitude=True),
                                magnitude_backend(), grad,
                                cots=_cast_floats(cots, np.float64, magnitude=True))
+        counts, _ = execute(fn, case, float64, rounding_backend(), grad,
+                            cots=_cast_floats(cots, np.float64))
 
     for k, (a, r) in enumerate(zip(actual.outputs, reference.outputs)):
         what = "value" if len(actual.outputs) == 1 else f"value[{k}]"
-        scale = None
-        if spec.tol == SCALED and r.dtype.kind == "f":
-            scale = _bound(spec, case.inputs, case.params) if spec.bound is not None \
-                else magnitude.outputs[k]
-        outcome.checks[what] = _judge_one(a, r, spec.tol, dtype, scale)
+        scale = roundings = None
+        if spec.tol != EXACT and r.dtype.kind == "f":
+            roundings = counts.outputs[k]
+            if spec.tol == SCALED:
+                scale = _bound(spec, case.inputs, case.params) if spec.bound is not None \
+                    else magnitude.outputs[k]
+        outcome.checks[what] = _judge_one(a, r, spec.tol, dtype, scale, roundings)
 
     grad_tol = TRANSCENDENTAL if spec.tol == TRANSCENDENTAL else SCALED
     for k, i in enumerate(grad):
-        a, r, m = actual.grads[k], reference.grads[k], magnitude.grads[k]
-        outcome.checks[f"grad[{i}]"] = _judge_one(a, r, grad_tol, dtype, m)
+        a, r = actual.grads[k], reference.grads[k]
+        outcome.checks[f"grad[{i}]"] = _judge_one(a, r, grad_tol, dtype, magnitude.grads[k],
+                                                  counts.grads[k])
 
     if determinism:
         again, _ = execute(fn, case, case.inputs, backend, grad, cots=cots)

@@ -8,9 +8,12 @@ primitives are replaced by their running-error-analysis counterparts,
 
     sub(a, b) -> |a| + |b|     neg(x) -> |x|     log(x) -> |log x|
     add, mul, div, pow -> on the absolute values of their operands (scalars included)
+    where, maximum, minimum -> the larger magnitude of the two (the comparison deciding
+                               between them was made on magnitudes, not values)
 
-while index arithmetic (integer buffers) is left alone, and so are selections (where,
-maximum, max, pad, full), whose sentinels (-inf padding of a max-pool) must keep their sign. For the VJP it is fed |cotangent|, so a
+while index arithmetic (integer buffers) is left alone, and so are sentinels: a max-pool's
+-inf padding keeps its sign (pad, full, max and non-finite selections are untouched).
+Fast paths (conv2d, pooling, log_softmax) run their fallbacks, built from these primitives. For the VJP it is fed |cotangent|, so a
 gradient that sums cotangent terms of both signs (broadcasting, reductions) gets the sum of
 their magnitudes as its scale. The kit never lets S fall below |reference|.
 
@@ -26,7 +29,9 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..device.protocol import Backend
 from ..device.registry import get_backend
+from .roundings import _fast_paths
 
 
 def _is_float(x) -> bool:
@@ -68,6 +73,23 @@ def _unary(original, replacement):
     return call
 
 
+def _either(select):
+    """A selection between float operands on magnitudes: the comparison that picks one was
+    made on magnitudes too, so either may be the one the reference picked; take the larger.
+    Non-finite operands (a max-pool's -inf padding) are sentinels: `select` decides there."""
+
+    def call(a, b):
+        if not (_is_float(a) or _is_float(b)):
+            return select(a, b)
+        chosen = np.asarray(select(a, b))
+        with np.errstate(invalid="ignore"):
+            larger = np.maximum(np.abs(a), np.abs(b))
+        finite = np.isfinite(a) & np.isfinite(b)
+        return np.where(finite, larger, chosen).astype(chosen.dtype)
+
+    return call
+
+
 @lru_cache(maxsize=1)
 def magnitude_backend():
     """The magnitude backend (one instance): a subclass of the reference's class."""
@@ -86,5 +108,12 @@ def magnitude_backend():
             self.pow = _binary(self.pow, np.power)
             self.neg = _unary(self.neg, lambda x: x)
             self.log = _unary(self.log, lambda x: np.abs(np.log(x)))
+            self.maximum = _either(self.maximum)
+            self.minimum = _either(self.minimum)
+            for name in _fast_paths():  # their fallbacks, built from the primitives above
+                setattr(self, name, getattr(Backend, name).__get__(self))
+
+        def where(self, cond, a, b):
+            return _either(lambda a, b: super(MagnitudeBackend, self).where(cond, a, b))(a, b)
 
     return MagnitudeBackend()

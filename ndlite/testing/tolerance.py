@@ -1,13 +1,15 @@
 """The tolerance policy (DESIGN.md), as one function that judges a result against the reference.
 
-- SCALED (contractions, arithmetic): |y - r| <= 8 (eps(dtype) S + tiny(dtype)) per element,
-  where S is the op applied to the absolute values of the inputs in float64 (see
-  `magnitude.py`). A plain rtol fails on cancellation; S knows how large the terms were. The
-  `tiny` term (the smallest normal number) is the underflow allowance of the standard model of
-  floating point: products of tiny inputs may go subnormal, or flush to zero on a GPU.
+- SCALED (contractions, arithmetic): |y - r| <= max(8, R) eps(dtype) S + 8 tiny(dtype) per
+  element, where S is the op applied to the absolute values of the inputs in float64 (see
+  `magnitude.py`) and R the number of roundings behind the element (`roundings.py`: a sum of
+  n terms rounds n - 1 times). A plain rtol fails on cancellation; S knows how large the
+  terms were. The `tiny` term (the smallest normal number) is the underflow allowance of the
+  standard model of floating point: products of tiny inputs may go subnormal, or flush to
+  zero on a GPU.
 - EXACT (selection, movement): bitwise equal (-0.0 and 0.0 differ; NaN equals NaN).
-- TRANSCENDENTAL: |y - r| <= atol + rtol S, S = |r| unless given; rtol 1e-5, atol 1e-6 for
-  float32 and rtol 1e-12, atol 1e-13 for float64.
+- TRANSCENDENTAL: |y - r| <= atol + max(rtol, R eps) S, S = |r| unless given; rtol 1e-5,
+  atol 1e-6 for float32 and rtol 1e-12, atol 1e-13 for float64.
 
 Where both results hold the same non-finite value (inf, -inf, NaN) the error there is 0.
 
@@ -59,10 +61,12 @@ def _exact(actual: np.ndarray, reference: np.ndarray) -> Verdict:
                                        f"({int((~same).sum())} of {same.size} elements differ)")
 
 
-def judge(actual, reference, tol: str, dtype, scale=None) -> Verdict:
+def judge(actual, reference, tol: str, dtype, scale=None, roundings=None) -> Verdict:
     """Compare `actual` (a backend's result, as NumPy) with `reference` (float64) under `tol`.
 
     `scale` is S (broadcastable to the reference's shape); without it, |reference| is used.
+    `roundings` (from `roundings.py`, per element) widens SCALED to max(8, R) eps S and
+    TRANSCENDENTAL's rtol to max(rtol, R eps): long sums round more often.
     """
     actual = np.asarray(actual)
     reference = np.asarray(reference)
@@ -80,12 +84,13 @@ def judge(actual, reference, tol: str, dtype, scale=None) -> Verdict:
     s = np.abs(reference) if scale is None else np.asarray(scale, dtype=np.float64)
     with np.errstate(invalid="ignore", over="ignore"):
         err = np.abs(actual.astype(np.float64) - reference)
+        info = np.finfo(dtype)
+        ulps = SCALED_ULPS if roundings is None else np.maximum(SCALED_ULPS, roundings)
         if tol == SCALED:
-            info = np.finfo(dtype)
-            bound = SCALED_ULPS * (info.eps * s + info.tiny)
+            bound = ulps * info.eps * s + SCALED_ULPS * info.tiny
         else:
             rtol, atol = TRANSCENDENTAL_TOL[dtype]
-            bound = atol + rtol * s
+            bound = atol + np.maximum(rtol, ulps * info.eps) * s
         bound = np.broadcast_to(bound, err.shape)
         units = np.where(err == 0, 0.0, err / bound)
     units = np.where(_same_nonfinite(actual, reference), 0.0, units)
