@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import platform
-from functools import partial
 
 import numpy as np
 
@@ -17,22 +16,29 @@ from ndlite.device import BackendUnavailableError, XpBackend
 
 from . import nn
 
-try:  # NumPy >= 2.3: `out=...` makes a ufunc return an array, never a scalar
-    np.add(np.zeros(()), 0, out=...)
-    _OUT_ARRAY = True
-except TypeError:
-    _OUT_ARRAY = False
+def _array_ufunc(ufunc, arity: int):
+    """`ufunc` made to return an array for 0-d inputs (NumPy would return a scalar there).
 
-
-def _array_ufunc(ufunc):
-    """`ufunc` made to return an array for 0-d inputs (NumPy would return a scalar)."""
-    if _OUT_ARRAY:
-        return partial(ufunc, out=...)
-
-    def call(*args, _u=ufunc, _asarray=np.asarray):
-        return _asarray(_u(*args))
-
+    A plain wrapper with a class check is cheaper than `out=...` (NumPy >= 2.3), whose
+    keyword parsing costs more than the check on every call."""
+    ndarray, asarray = np.ndarray, np.asarray
+    if arity == 1:
+        def call(a):
+            r = ufunc(a)
+            return r if r.__class__ is ndarray else asarray(r)
+    else:
+        def call(a, b):
+            r = ufunc(a, b)
+            return r if r.__class__ is ndarray else asarray(r)
+    call.__name__ = ufunc.__name__
     return call
+
+
+def _array(r, _ndarray=np.ndarray, _asarray=np.asarray):
+    return r if r.__class__ is _ndarray else _asarray(r)
+
+
+_add_reduce, _max_reduce, _min_reduce = np.add.reduce, np.maximum.reduce, np.minimum.reduce
 
 
 class NumpyBackend(XpBackend):
@@ -49,8 +55,8 @@ class NumpyBackend(XpBackend):
             )
         super().__init__(np)
 
-    def _array_result(self, ufunc):
-        return _array_ufunc(ufunc)
+    def _array_result(self, ufunc, arity):
+        return _array_ufunc(ufunc, arity)
 
     def device_name(self) -> str:
         return f"CPU ({platform.processor() or platform.machine()}, {os.cpu_count()} cores)"
@@ -63,15 +69,15 @@ class NumpyBackend(XpBackend):
         return x
 
     # NumPy's ufunc.reduce entry points skip np.sum's Python-level dispatch (2x faster on
-    # small arrays); np.asarray turns a full reduction's scalar back into a 0-d array.
+    # small arrays); a full reduction's scalar goes back into a 0-d array.
     def sum(self, x, axes, keepdims):
-        return np.asarray(np.add.reduce(x, axis=axes, keepdims=keepdims))
+        return _array(_add_reduce(x, axes, None, None, keepdims))
 
     def max(self, x, axes, keepdims):
-        return np.asarray(np.maximum.reduce(x, axis=axes, keepdims=keepdims))
+        return _array(_max_reduce(x, axes, None, None, keepdims))
 
     def min(self, x, axes, keepdims):
-        return np.asarray(np.minimum.reduce(x, axis=axes, keepdims=keepdims))
+        return _array(_min_reduce(x, axes, None, None, keepdims))
 
     # ---- neural-network fast paths (nn.py); geometries nn.py does not cover fall back -----
 

@@ -30,10 +30,11 @@ class XpBackend(Backend):
 
     def __init__(self, xp):
         self.xp = xp
-        for ours, theirs in {**_UNARY, **_BINARY}.items():
-            setattr(self, ours, self._array_result(getattr(xp, theirs)))
+        for arity, table in ((1, _UNARY), (2, _BINARY)):
+            for ours, theirs in table.items():
+                setattr(self, ours, self._array_result(getattr(xp, theirs), arity))
 
-    def _array_result(self, ufunc):
+    def _array_result(self, ufunc, arity: int):
         """Make `ufunc` return an array even for 0-d inputs (NumPy returns scalars there)."""
         return ufunc
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 from ..dtypes import promote
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
-from .dispatch import broadcast_shapes, cast, nary, unbroadcast
+from .. import autograd
+from .dispatch import broadcast_shapes, cast, check_same_backend, nary, unbroadcast
 from .registry import SCALED, Op, Spec, declare, register
 
 
@@ -96,7 +97,13 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
         raise ShapeError(f"matmul: shapes {sa} and {sb} are not aligned: {sa[-1]} != {k_b}")
     if len(sa) > 2 or len(sb) > 2:
         _result_shape(sa, sb)  # checks that the batch dims broadcast
-    return nary(Matmul, [a, b])
+    backend = a._backend
+    if backend is not b._backend:
+        check_same_backend("matmul", a, b)
+    out = Tensor._make(Matmul.forward(backend, a._data, b._data), backend)
+    if (a._rg or b._rg) and autograd.grad_enabled:
+        autograd.record(Matmul, (a, b), out)
+    return out
 
 
 def rmatmul(a, b) -> Tensor:

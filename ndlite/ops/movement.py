@@ -21,7 +21,10 @@ from .registry import EXACT, Op, Spec, declare, register
 
 def share_version(out: Tensor, base: Tensor) -> Tensor:
     """Mark `out` as a view of `base`: both count in-place changes together."""
-    out._vbox = base._version_box()
+    box = base._vbox
+    if box is None:
+        box = base._vbox = [0]
+    out._vbox = box
     return out
 
 
@@ -86,9 +89,7 @@ def reshape(x: Tensor, *shape) -> Tensor:
     if shape != source and (-1 in shape or prod(shape) != prod(source) or
                             (shape and min(shape) < 0)):
         shape = _infer_shape(shape, prod(source), source, "reshape")
-    out = unary(Reshape, x, shape=shape)
-    out._vbox = x._version_box()
-    return out
+    return share_version(unary(Reshape, x, shape=shape), x)
 
 
 view = reshape

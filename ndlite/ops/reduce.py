@@ -21,10 +21,13 @@ MaxResult = namedtuple("max", ["values", "indices"])
 MinResult = namedtuple("min", ["values", "indices"])
 
 
+_ALL_AXES = [tuple(range(n)) for n in range(33)]
+
+
 def axes_of(dim, ndim: int, op: str) -> tuple:
     """`dim` (None, an int, a sequence) as a sorted tuple of non-negative axes."""
     if dim is None:
-        return tuple(range(ndim))
+        return _ALL_AXES[ndim]
     dims = (dim,) if isinstance(dim, int) else tuple(dim)
     axes = tuple(sorted({_dim(d, ndim, op) for d in dims})) if ndim else ()
     if len(axes) != len(dims) and ndim:
@@ -66,10 +69,10 @@ def sum(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:  # no
     >>> ndlite.tensor([[1.0, 2.0], [3.0, 4.0]]).sum(dim=0).tolist()
     [4.0, 6.0]
     """
-    axes = axes_of(dim, x.ndim, "sum")
+    axes = axes_of(dim, len(x._data.shape), "sum")
     if dtype is not None:
         x = x.to(dtype)
-    elif x.dtype.kind != "f":
+    elif x._data.dtype.kind != "f":
         x = x.to(int64)
     return unary(Sum, x, axes=axes, keepdims=bool(keepdim))
 

@@ -1,0 +1,81 @@
+"""Shared pieces of the benchmarks: thread pinning, a timer, machine info, JSON results.
+
+Every benchmark prints what it compares, where, and the ratio; raw timings go to
+bench/results/<name>.json together with the machine they were measured on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def pin_threads(n: int | None) -> int:
+    """Limit BLAS/OpenMP threads (call before importing numpy or torch); returns the count."""
+    n = n or os.cpu_count() or 1
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = str(n)
+    return n
+
+
+def median_time(fn, number: int, repeat: int = 7, warmup: int = 1) -> float:
+    """The median over `repeat` runs of the mean time of one call (seconds), after warm-up."""
+    for _ in range(warmup):
+        for _ in range(max(number // 10, 1)):
+            fn()
+    runs = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for _ in range(number):
+            fn()
+        runs.append((time.perf_counter() - start) / number)
+    return statistics.median(runs)
+
+
+def cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine_info() -> dict:
+    info = {
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "cpu": cpu_name(),
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "command": " ".join([os.path.basename(sys.executable)] + sys.argv),
+    }
+    try:
+        import numpy
+
+        info["numpy"] = numpy.__version__
+    except ImportError:
+        pass
+    try:
+        import torch
+
+        info["torch"] = torch.__version__
+    except ImportError:
+        pass
+    return info
+
+
+def save(name: str, payload: dict) -> Path:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{name}.json"
+    path.write_text(json.dumps({"machine": machine_info(), **payload}, indent=2) + "\n")
+    return path
