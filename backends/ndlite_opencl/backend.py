@@ -102,8 +102,9 @@ class OpenCLBackend(Backend):
 
     # ---- memory ----------------------------------------------------------------------------
 
-    def _allocate(self, nbytes: int, what: str):
-        """Pool memory for `what`; out of memory frees the pool's cache and tries once more."""
+    def _allocate(self, nbytes: int, what):
+        """Pool memory for `what` (a string, or a tuple formatted only for an error message);
+        out of memory frees the pool's cache and tries once more."""
         for attempt in (0, 1):
             try:
                 return self.pool.allocate(nbytes)
@@ -113,6 +114,8 @@ class OpenCLBackend(Backend):
                 if attempt == 0:
                     self.pool.free_held()
                     continue
+                if isinstance(what, tuple):
+                    what = "{} {} {}".format(*what)
                 raise OutOfMemoryError(
                     f"{what}: out of memory on {self.name} ({self.device_name()}) allocating "
                     f"{nbytes / 2**20:.1f} MiB ({self.pool.active_bytes / 2**20:.1f} MiB in use; "
@@ -121,7 +124,7 @@ class OpenCLBackend(Backend):
 
     def _new(self, shape: tuple, dtype: np.dtype, what: str = "empty") -> CLArray:
         n = numel(shape)
-        data = self._allocate(n * dtype.itemsize, f"{what} {shape} {dtype}") if n else None
+        data = self._allocate(n * dtype.itemsize, (what, shape, dtype)) if n else None
         return CLArray(data, shape, dtype)
 
     def _launch(self, kernel, n: int, args: tuple) -> None:

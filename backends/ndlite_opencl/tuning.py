@@ -23,8 +23,8 @@ from . import devices, linalg
 
 # (TSM, TSN, TSK, WPTM, WPTN): work-group tile of C, k-step, and each work-item's block of C
 GPU_CANDIDATES = [
-    (128, 128, 16, 8, 8), (128, 128, 8, 8, 8), (128, 128, 32, 8, 8), (64, 128, 16, 8, 8),
-    (128, 64, 16, 8, 8), (64, 64, 16, 4, 4), (64, 64, 16, 8, 8), (128, 256, 16, 8, 16),
+    (128, 128, 16, 8, 8), (128, 128, 8, 8, 8), (64, 128, 16, 8, 8), (128, 64, 16, 8, 8),
+    (64, 64, 16, 4, 4), (64, 64, 16, 8, 8), (64, 64, 32, 8, 8), (128, 128, 16, 8, 16),
 ]
 CPU_CANDIDATES = [
     (32, 32, 16, 4, 4), (64, 64, 16, 4, 4), (64, 64, 16, 8, 8), (32, 64, 32, 4, 8),
@@ -69,7 +69,7 @@ def fits(b, p: dict) -> bool:
     """Whether tile sizes `p` are well formed and fit the device's work-group and local memory."""
     rtm, rtn = p["TSM"] // p["WPTM"], p["TSN"] // p["WPTN"]
     threads = rtm * rtn
-    local = 4 * p["TSK"] * (p["TSM"] + p["TSN"] + 8)
+    local = 2 * 4 * p["TSK"] * (p["TSM"] + p["TSN"] + 8)  # two buffers of each tile, padded
     return (p["WPTM"] % 4 == 0 and p["WPTN"] % 4 == 0 and p["TSK"] % 4 == 0
             and (p["TSM"] * p["TSK"] // 4) % threads == 0
             and (p["TSN"] * p["TSK"] // 4) % threads == 0

@@ -4,6 +4,8 @@
 // TSM x TSK tile of A and a TSK x TSN tile of B in local memory with 4-wide vector loads from
 // whichever dim of A and of B is contiguous (so a transposed weight is read in place), then
 // every work-item reads 4-wide vectors of both back and does WPTM * WPTN multiply-adds per k.
+// Two local buffers, and the next tiles fetched into registers before the current ones are
+// multiplied: global latency hides behind the arithmetic, with one barrier per k-step.
 // Work-item (tn, tm) owns rows (tm + i * TSM/WPTM) * 4 + e and columns (tn + j * TSN/WPTN)
 // * 4 + e: neighbouring work-items read neighbouring vectors of local memory (no bank
 // conflicts) and write neighbouring vectors of C (coalesced).
@@ -49,13 +51,75 @@ inline T4 load4(__global const T* p, IDX o, IDX count)
 #endif
 }
 
+#define A_VECS (TSM * TSK / 4 / NT)   // vectors of the A tile each work-item moves
+#define B_VECS (TSN * TSK / 4 / NT)
+
+// global -> registers: this work-item's share of the A and B tiles starting at k0
+inline void fetch(T4* ra, T4* rb, __global const T* A, __global const T* B, IDX oa, IDX ob,
+                  IDX sa, IDX sb, IDX m0, IDX n0, IDX k0, IDX M, IDX N, IDX K, int tid)
+{
+#pragma unroll
+    for (int r = 0; r < A_VECS; ++r) {
+        const int v = tid + r * NT;
+#if A_KCONT
+        const IDX gm = m0 + v / (TSK / 4), gk = k0 + (v % (TSK / 4)) * 4;
+        ra[r] = load4(A, oa + gm * sa + gk, gm < M ? K - gk : 0);
+#else
+        const IDX gm = m0 + (v % (TSM / 4)) * 4, gk = k0 + v / (TSM / 4);
+        ra[r] = load4(A, oa + gm + gk * sa, gk < K ? M - gm : 0);
+#endif
+    }
+#pragma unroll
+    for (int r = 0; r < B_VECS; ++r) {
+        const int v = tid + r * NT;
+#if B_NCONT
+        const IDX gk = k0 + v / (TSN / 4), gn = n0 + (v % (TSN / 4)) * 4;
+        rb[r] = load4(B, ob + gk * sb + gn, gk < K ? N - gn : 0);
+#else
+        const IDX gn = n0 + v / (TSK / 4), gk = k0 + (v % (TSK / 4)) * 4;
+        rb[r] = load4(B, ob + gn * sb + gk, gn < N ? K - gk : 0);
+#endif
+    }
+}
+
+// registers -> one local buffer, stored as As[k][m] and Bs[k][n]
+inline void stash(__local T4* as4, __local T4* bs4, const T4* ra, const T4* rb, int tid)
+{
+    __local T* as = (__local T*)as4;
+    __local T* bs = (__local T*)bs4;
+#pragma unroll
+    for (int r = 0; r < A_VECS; ++r) {
+        const int v = tid + r * NT;
+#if A_KCONT
+        const int row = v / (TSK / 4), k = (v % (TSK / 4)) * 4;
+        as[(k + 0) * AROW * 4 + row] = ra[r].s0;
+        as[(k + 1) * AROW * 4 + row] = ra[r].s1;
+        as[(k + 2) * AROW * 4 + row] = ra[r].s2;
+        as[(k + 3) * AROW * 4 + row] = ra[r].s3;
+#else
+        as4[(v / (TSM / 4)) * AROW + v % (TSM / 4)] = ra[r];
+#endif
+    }
+#pragma unroll
+    for (int r = 0; r < B_VECS; ++r) {
+        const int v = tid + r * NT;
+#if B_NCONT
+        bs4[(v / (TSN / 4)) * BROW + v % (TSN / 4)] = rb[r];
+#else
+        const int col = v / (TSK / 4), k = (v % (TSK / 4)) * 4;
+        bs[(k + 0) * BROW * 4 + col] = rb[r].s0;
+        bs[(k + 1) * BROW * 4 + col] = rb[r].s1;
+        bs[(k + 2) * BROW * 4 + col] = rb[r].s2;
+        bs[(k + 3) * BROW * 4 + col] = rb[r].s3;
+#endif
+    }
+}
+
 __kernel __attribute__((reqd_work_group_size(RTN, RTM, 1)))
 void gemm(__global T* C, __global const T* A, __global const T* B, const layout_t L)
 {
-    __local T4 As[TSK][AROW];
-    __local T4 Bs[TSK][BROW];
-    __local T* as = (__local T*)As;
-    __local T* bs = (__local T*)Bs;
+    __local T4 As[2][TSK * AROW];
+    __local T4 Bs[2][TSK * BROW];
 
     const IDX M = L.v[0], N = L.v[1], K = L.v[2];
     const int tn = get_local_id(0), tm = get_local_id(1);
@@ -72,16 +136,8 @@ void gemm(__global T* C, __global const T* A, __global const T* B, const layout_
         oc += c * BSTRIDE(2, d);
     }
 #endif
-#if A_KCONT
-    const IDX sa = L.v[5];   // A's row stride
-#else
-    const IDX sa = L.v[6];   // A's k stride
-#endif
-#if B_NCONT
-    const IDX sb = L.v[7];   // B's k stride
-#else
-    const IDX sb = L.v[8];   // B's column stride
-#endif
+    const IDX sa = A_KCONT ? L.v[5] : L.v[6];   // A's stride along its non-contiguous dim
+    const IDX sb = B_NCONT ? L.v[7] : L.v[8];   // likewise for B
 
     T4 acc[WPTM][WPTN / 4];
 #pragma unroll
@@ -90,54 +146,27 @@ void gemm(__global T* C, __global const T* A, __global const T* B, const layout_
         for (int j = 0; j < WPTN / 4; ++j)
             acc[i][j] = (T4)(0);
 
-    for (IDX k0 = 0; k0 < K; k0 += TSK) {
-        // stage the A tile as As[k][m]
-#pragma unroll
-        for (int r = 0; r < TSM * TSK / 4 / NT; ++r) {
-            const int v = tid + r * NT;
-#if A_KCONT
-            const int row = v / (TSK / 4), kq = v % (TSK / 4);
-            const IDX gm = m0 + row, gk = k0 + kq * 4;
-            const T4 a = load4(A, oa + gm * sa + gk, gm < M ? K - gk : 0);
-            as[(kq * 4 + 0) * AROW * 4 + row] = a.s0;
-            as[(kq * 4 + 1) * AROW * 4 + row] = a.s1;
-            as[(kq * 4 + 2) * AROW * 4 + row] = a.s2;
-            as[(kq * 4 + 3) * AROW * 4 + row] = a.s3;
-#else
-            const int k = v / (TSM / 4), mq = v % (TSM / 4);
-            const IDX gm = m0 + mq * 4, gk = k0 + k;
-            As[k][mq] = load4(A, oa + gm + gk * sa, gk < K ? M - gm : 0);
-#endif
-        }
-        // stage the B tile as Bs[k][n]
-#pragma unroll
-        for (int r = 0; r < TSN * TSK / 4 / NT; ++r) {
-            const int v = tid + r * NT;
-#if B_NCONT
-            const int k = v / (TSN / 4), nq = v % (TSN / 4);
-            const IDX gk = k0 + k, gn = n0 + nq * 4;
-            Bs[k][nq] = load4(B, ob + gk * sb + gn, gk < K ? N - gn : 0);
-#else
-            const int col = v / (TSK / 4), kq = v % (TSK / 4);
-            const IDX gn = n0 + col, gk = k0 + kq * 4;
-            const T4 b = load4(B, ob + gn * sb + gk, gn < N ? K - gk : 0);
-            bs[(kq * 4 + 0) * BROW * 4 + col] = b.s0;
-            bs[(kq * 4 + 1) * BROW * 4 + col] = b.s1;
-            bs[(kq * 4 + 2) * BROW * 4 + col] = b.s2;
-            bs[(kq * 4 + 3) * BROW * 4 + col] = b.s3;
-#endif
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
+    T4 ra[A_VECS], rb[B_VECS];
+    fetch(ra, rb, A, B, oa, ob, sa, sb, m0, n0, 0, M, N, K, tid);
+    stash(As[0], Bs[0], ra, rb, tid);
+    barrier(CLK_LOCAL_MEM_FENCE);
 
+    int buf = 0;
+    for (IDX k0 = 0; k0 < K; k0 += TSK) {
+        const int more = k0 + TSK < K;
+        if (more)  // the next tiles' loads are in flight while this tile is multiplied
+            fetch(ra, rb, A, B, oa, ob, sa, sb, m0, n0, k0 + TSK, M, N, K, tid);
+        __local const T4* as4 = As[buf];
+        __local const T4* bs4 = Bs[buf];
 #pragma unroll
         for (int k = 0; k < TSK; ++k) {
             T4 a[WPTM / 4], b[WPTN / 4];
 #pragma unroll
             for (int i = 0; i < WPTM / 4; ++i)
-                a[i] = As[k][tm + i * RTM];
+                a[i] = as4[k * AROW + tm + i * RTM];
 #pragma unroll
             for (int j = 0; j < WPTN / 4; ++j)
-                b[j] = Bs[k][tn + j * RTN];
+                b[j] = bs4[k * BROW + tn + j * RTN];
 #pragma unroll
             for (int i = 0; i < WPTM / 4; ++i)
 #pragma unroll
@@ -148,7 +177,11 @@ void gemm(__global T* C, __global const T* A, __global const T* B, const layout_
                     acc[i * 4 + 3][j] += a[i].s3 * b[j];
                 }
         }
+        // the other buffer was last read before the previous barrier: safe to overwrite
+        if (more)
+            stash(As[buf ^ 1], Bs[buf ^ 1], ra, rb, tid);
         barrier(CLK_LOCAL_MEM_FENCE);
+        buf ^= 1;
     }
 
 #pragma unroll

@@ -1,0 +1,120 @@
+"""SGEMM (float32 C = A @ B, square) through ndlite's OpenCL backend vs CuPy's cuBLAS (TF32
+off), on the same GPU in the same run.
+
+The OpenCL product is timed with profiling events on the tuned gemm.cl kernel (tuning runs
+first, at first use, and its table is recorded); cuBLAS with CUDA events. Both after warm-up,
+medians of --repeats runs. Prints a short table; writes everything to --json.
+
+    NDLITE_OPENCL_PROFILE=1 python bench/opencl_sgemm.py --size 4096 --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+
+import numpy as np
+
+os.environ.setdefault("NDLITE_OPENCL_PROFILE", "1")  # events need a profiling queue
+os.environ["CUPY_TF32"] = "0"  # cuBLAS in true float32, as ndlite never uses TF32
+
+
+def opencl_sgemm(spec: str, a: np.ndarray, b: np.ndarray, repeats: int) -> dict:
+    import pyopencl as cl
+
+    import ndlite
+
+    be = ndlite.get_backend(spec)  # makes backends/ importable from a source checkout
+    from ndlite_opencl import linalg, tuning
+
+    started = time.perf_counter()
+    params = tuning.gemm_params(be)  # tunes now unless the disk cache has this device
+    tune_seconds = time.perf_counter() - started
+    n = a.shape[0]
+    x, y = be.from_numpy(a), be.from_numpy(b)
+    out = be.matmul(x, y)  # the public path, also the warm-up
+    plan = (n, n, n, (), (), (), (), n, 1, n, 1)
+    times = []
+    for i in range(repeats + 3):
+        event = linalg.gemm(be, out, x, y, plan, params)
+        event.wait()
+        if i >= 3:
+            times.append((event.profile.end - event.profile.start) * 1e-9)
+    cached = tuning._read_cache().get(tuning.device_key(be.device), {})
+    return {
+        "backend": be.name, "device": be.device_name(), "info": be.info(),
+        "pyopencl": cl.VERSION_TEXT, "params": params, "tuning_seconds_this_run": tune_seconds,
+        "tuning": cached, "median_s": statistics.median(times), "times_s": times,
+        "result": be.to_numpy(out),
+    }
+
+
+def cupy_sgemm(a: np.ndarray, b: np.ndarray, repeats: int) -> dict | None:
+    try:
+        import cupy as cp
+    except ImportError:
+        return None
+    x, y = cp.asarray(a), cp.asarray(b)
+    out = x @ y
+    start, stop = cp.cuda.Event(), cp.cuda.Event()
+    times = []
+    for i in range(repeats + 3):
+        start.record()
+        cp.matmul(x, y, out=out)
+        stop.record()
+        stop.synchronize()
+        if i >= 3:
+            times.append(cp.cuda.get_elapsed_time(start, stop) * 1e-3)
+    props = cp.cuda.runtime.getDeviceProperties(0)
+    return {"cupy": cp.__version__, "cuda_runtime": cp.cuda.runtime.runtimeGetVersion(),
+            "cuda_driver": cp.cuda.runtime.driverGetVersion(),
+            "device": props["name"].decode(), "median_s": statistics.median(times),
+            "times_s": times, "result": cp.asnumpy(out)}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--size", type=int, default=4096)
+    p.add_argument("--repeats", type=int, default=20)
+    p.add_argument("--backend", default="opencl:gpu")
+    p.add_argument("--json", default="")
+    args = p.parse_args(argv)
+    n = args.size
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((n, n), dtype=np.float32)
+    b = rng.standard_normal((n, n), dtype=np.float32)
+    flops = 2 * n**3
+    ocl = opencl_sgemm(args.backend, a, b, args.repeats)
+    cub = cupy_sgemm(a, b, args.repeats)
+    check = a[:256].astype(np.float64) @ b.astype(np.float64)
+    report = {"what": f"SGEMM {n}^3 float32", "host": platform.node(),
+              "python": platform.python_version(), "numpy": np.__version__}
+    for name, r in (("opencl", ocl), ("cublas", cub)):
+        if r is None:
+            continue
+        got = r.pop("result")[:256]
+        r["relative_error_rows_0_256"] = float(np.linalg.norm(got - check) / np.linalg.norm(check))
+        r["tflops"] = flops / r["median_s"] * 1e-12
+        report[name] = r
+    if cub:
+        report["ratio_opencl_to_cublas"] = report["opencl"]["tflops"] / report["cublas"]["tflops"]
+    print(f"SGEMM {n}^3 float32 on {ocl['device']} ({args.backend}, tiles {ocl['params']}):")
+    print(f"  ndlite OpenCL  {ocl['median_s'] * 1e3:8.3f} ms  {ocl['tflops']:6.2f} TFLOP/s  "
+          f"rel.err {ocl['relative_error_rows_0_256']:.1e}")
+    if cub:
+        print(f"  CuPy cuBLAS    {cub['median_s'] * 1e3:8.3f} ms  {cub['tflops']:6.2f} TFLOP/s  "
+              f"rel.err {cub['relative_error_rows_0_256']:.1e}  (TF32 off)")
+        print(f"  ratio OpenCL / cuBLAS: {report['ratio_opencl_to_cublas']:.2f}x")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(report, f, indent=1, default=str)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
