@@ -133,12 +133,15 @@ def parse_key(key, shape: tuple):
         raise IndexError("getitem: an index can only have a single ellipsis ('...')")
     fill = [("slice", slice(None))] * (len(shape) - consumed)
     if ellipses:
-        items = items[:ellipses[0]] + fill + items[ellipses[0] + 1:]
+        # an Ellipsis that fills no dims still separates advanced indices (NumPy's rule)
+        items = items[:ellipses[0]] + (fill or [("sep", None)]) + items[ellipses[0] + 1:]
     else:
         items = items + fill
     out, dim = [], 0
     for kind, v in items:
-        if kind == "mask":
+        if kind == "sep":
+            out.append((kind, v))
+        elif kind == "mask":
             if v.shape != shape[dim:dim + v.ndim]:
                 raise IndexError(f"getitem: mask of shape {v.shape} does not match the indexed "
                                  f"dims {shape[dim:dim + v.ndim]} of shape {shape}")
@@ -153,6 +156,8 @@ def parse_key(key, shape: tuple):
 def _basic_key(parsed, shape) -> tuple:
     key, dim = [], 0
     for kind, v in parsed:
+        if kind == "sep":
+            continue
         if kind == "none":
             key.append(None)
             continue
@@ -166,10 +171,15 @@ def _view_key(parsed, shape, op: str):
     """The basic key of the view that advanced indexing works on, and its advanced dims.
 
     Every entry keeps a dim in the view (ints and arrays as full slices, None as a new dim),
-    so entry i is view dim i. Returns (key, advanced dims, broadcast non-negative indices).
+    so entry i is view dim i. Returns (key, advanced dims, broadcast non-negative indices,
+    whether the advanced entries stand next to each other in the key).
     """
     key, arrays, adv, dim = [], [], [], 0
+    places = [i for i, (kind, _) in enumerate(parsed) if kind in ("array", "int")]
+    adjacent = places == list(range(places[0], places[0] + len(places)))
     for kind, v in parsed:
+        if kind == "sep":
+            continue
         if kind == "none":
             key.append(None)
             continue
@@ -191,10 +201,10 @@ def _view_key(parsed, shape, op: str):
     except ValueError:
         raise IndexError(f"{op}: shape mismatch: index arrays of shapes "
                          f"{[a.shape for a in arrays]} cannot be broadcast together") from None
-    return tuple(key), adv, arrays
+    return tuple(key), adv, arrays, adjacent
 
 
-def _advanced_positions(view_shape: tuple, adv: list, arrays: list):
+def _advanced_positions(view_shape: tuple, adv: list, arrays: list, adjacent: bool):
     """Linear (row-major) positions in the view of every selected element, laid out in the
     result's shape. NumPy's rule: adjacent advanced dims stay in place, else they go first."""
     strides = [1] * len(view_shape)
@@ -202,7 +212,6 @@ def _advanced_positions(view_shape: tuple, adv: list, arrays: list):
         strides[d] = strides[d + 1] * view_shape[d + 1]
     batch = arrays[0].shape
     others = [d for d in range(len(view_shape)) if d not in adv]
-    adjacent = adv == list(range(adv[0], adv[0] + len(adv)))
     before = [d for d in others if adjacent and d < adv[0]]
     after = [d for d in others if d not in before]
     shape = tuple(view_shape[d] for d in before) + batch + tuple(view_shape[d] for d in after)
@@ -243,13 +252,13 @@ def getitem(x: Tensor, key) -> Tensor:
     parsed = parse_key(key, x.shape)
     if not any(kind == "array" for kind, _ in parsed):
         return basic_slice(x, _basic_key(parsed, x.shape))
-    k, adv, arrays = _view_key(parsed, x.shape, "getitem")
+    k, adv, arrays, adjacent = _view_key(parsed, x.shape, "getitem")
     y = basic_slice(x, k)
     if len(adv) == 1:  # one index array: a single take along its dim
         p, batch = adv[0], arrays[0].shape
         out = take(y, _device_index(y, arrays[0].reshape(-1)), p)
         return reshape(out, y.shape[:p] + batch + y.shape[p + 1:])
-    pos = _advanced_positions(y.shape, adv, arrays)
+    pos = _advanced_positions(y.shape, adv, arrays, adjacent)
     out = take(reshape(y, (-1,)), _device_index(y, pos.reshape(-1)), 0)
     return reshape(out, pos.shape)
 
@@ -413,8 +422,8 @@ def write_plan(x: Tensor, key) -> dict:
     if not any(kind == "array" for kind, _ in parsed):
         k = _basic_key(parsed, x.shape)
         return {"key": k, "positions": None, "shape": x._backend.slice(x._data, k).shape}
-    k, adv, arrays = _view_key(parsed, x.shape, "setitem")
-    pos = _advanced_positions(x._backend.slice(x._data, k).shape, adv, arrays)
+    k, adv, arrays, adjacent = _view_key(parsed, x.shape, "setitem")
+    pos = _advanced_positions(x._backend.slice(x._data, k).shape, adv, arrays, adjacent)
     return {"key": k, "positions": x._backend.from_numpy(np.ascontiguousarray(pos.reshape(-1))),
             "shape": pos.shape}
 
