@@ -28,3 +28,11 @@ def test_ops_doc_is_generated_from_the_registry():
     out = subprocess.run([sys.executable, str(ROOT / "tools" / "gen_ops_doc.py"), "--check"],
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_readme_python_examples_run():
+    text = (ROOT / "README.md").read_text()
+    blocks = [b.split("```", 1)[0] for b in text.split("```python\n")[1:]]
+    assert blocks, "README.md has no Python example"
+    for block in blocks:
+        exec(compile(block, "README.md", "exec"), {})
