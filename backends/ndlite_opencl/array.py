@@ -19,7 +19,7 @@ INT32_LIMIT = 2**31 - 1
 class CLArray:
     """A strided view of an OpenCL buffer (`data` is None when the array has no elements)."""
 
-    __slots__ = ("data", "shape", "dtype", "strides", "offset", "size")
+    __slots__ = ("data", "shape", "dtype", "strides", "offset", "size", "wide")
 
     def __init__(self, data, shape: tuple, dtype: np.dtype, strides: tuple | None = None,
                  offset: int = 0):
@@ -29,6 +29,8 @@ class CLArray:
         self.strides = c_strides(shape) if strides is None else strides
         self.offset = offset
         self.size = numel(shape)
+        # kernels index a wide array's allocation with 64-bit arithmetic
+        self.wide = data is not None and data.size > INT32_LIMIT * dtype.itemsize
 
     @property
     def ndim(self) -> int:
@@ -38,11 +40,6 @@ class CLArray:
     def contiguous(self) -> bool:
         """Row-major with no gaps (the offset may be anything)."""
         return is_contiguous(self.shape, self.strides)
-
-    @property
-    def capacity(self) -> int:
-        """Elements in the underlying allocation (bounds 32-bit index arithmetic)."""
-        return 0 if self.data is None else self.data.size // self.dtype.itemsize
 
     def view(self, shape: tuple, strides: tuple, offset: int) -> CLArray:
         return CLArray(self.data, shape, self.dtype, strides, offset)
@@ -72,18 +69,13 @@ def c_strides(shape: tuple) -> tuple:
 @lru_cache(maxsize=4096)
 def is_contiguous(shape: tuple, strides: tuple) -> bool:
     step = 1
-    for n, s in zip(reversed(shape), reversed(strides)):
+    for n, s in zip(reversed(shape), reversed(strides), strict=True):
         if n == 0:
             return True
         if n != 1 and s != step:
             return False
         step *= n
     return True
-
-
-def span_fits_int32(x: CLArray) -> bool:
-    """Whether every element a kernel reaches through `x` has an index below 2**31."""
-    return x.capacity <= INT32_LIMIT
 
 
 # ---- views ------------------------------------------------------------------------------------
@@ -123,7 +115,7 @@ def broadcast_view(x: CLArray, shape: tuple) -> CLArray:
         return x
     lead = len(shape) - len(x.shape)
     strides = [0] * lead
-    for n, m, s in zip(x.shape, shape[lead:], x.strides):
+    for n, m, s in zip(x.shape, shape[lead:], x.strides, strict=True):
         strides.append(s if n == m else 0)
     return x.view(shape, tuple(strides), x.offset)
 
@@ -136,7 +128,7 @@ def reshape_strides(shape: tuple, strides: tuple, new_shape: tuple) -> tuple | N
     be split or merged freely; size-1 dims take any stride."""
     if numel(shape) == 0:
         return c_strides(new_shape)
-    old = [(n, s) for n, s in zip(shape, strides) if n != 1]
+    old = [(n, s) for n, s in zip(shape, strides, strict=True) if n != 1]
     old_dims = [n for n, _ in old]
     old_strides = [s for _, s in old]
     new = list(new_shape)

@@ -48,7 +48,13 @@ def _scalar(value, dtype: np.dtype):
     """A Python number as a kernel argument of `dtype` (NumPy's unsafe cast; bool as a byte)."""
     if dtype.kind == "b":
         return np.uint8(bool(value))
-    return np.asarray(value).astype(dtype)[()]
+    try:
+        return _SCALAR_TYPES[dtype](value)  # the direct constructor is 10x faster than astype
+    except (OverflowError, ValueError):
+        return np.asarray(value).astype(dtype)[()]
+
+
+_SCALAR_TYPES = {d: d.type for d in _DTYPES}
 
 
 class OpenCLBackend(Backend):
@@ -81,6 +87,10 @@ class OpenCLBackend(Backend):
         self.max_group = self.device.max_work_group_size
         self.group = min(256, self.max_group)
         self._map_kernels: dict[tuple, object] = {}
+        self._plans: dict[tuple, tuple] = {}
+        self._layouts: dict[tuple, np.ndarray] = {}
+        self._held_layouts: dict[object, dict] = {}
+        self._local = (self.group,)
 
     # ---- identity and capabilities ---------------------------------------------------------
 
@@ -127,13 +137,43 @@ class OpenCLBackend(Backend):
         data = self._allocate(n * dtype.itemsize, (what, shape, dtype)) if n else None
         return CLArray(data, shape, dtype)
 
-    def _launch(self, kernel, n: int, args: tuple) -> None:
+    def _launch(self, kernel, n: int, args) -> None:
+        """One work-item per element (n of them) in work-groups of `self.group`."""
         group = self.group
-        kernel(self.queue, (-(-n // group) * group,), (group,), *args)
+        self.enqueue(kernel, (-(-n // group) * group,), (group,), args)
+
+    def enqueue(self, kernel, grid: tuple, local: tuple, args, queue=None):
+        """Set `kernel`'s arguments and queue it; returns the event.
+
+        A layout (a NumPy array passed by value) is set only when it is not the one the kernel
+        already holds: some drivers (PoCL) take ~30 us to set a struct argument, more than the
+        launch itself, and a loop repeats the same layouts. Every launch goes through here, so
+        the record of what each kernel holds stays true."""
+        held = self._held_layouts.get(kernel)
+        if held is None:
+            held = self._held_layouts[kernel] = {}
+        for i, arg in enumerate(args):
+            if type(arg) is np.ndarray:
+                if held.get(i) is not arg:
+                    kernel.set_arg(i, arg)
+                    held[i] = arg
+            else:
+                kernel.set_arg(i, arg)
+        return cl.enqueue_nd_range_kernel(queue or self.queue, kernel, grid, local)
+
+    def layout(self, values, idx_np):
+        """`values` as a kernel layout array; equal layouts give the same array object."""
+        key = (idx_np, *values)
+        array = self._layouts.get(key)
+        if array is None:
+            if len(self._layouts) > 8192:
+                self._layouts.clear()
+            array = self._layouts[key] = np.array(values, idx_np)
+        return array
 
     def _index_type(self, n: int, *arrays: CLArray) -> tuple[str, type]:
         """int where every index a kernel forms fits in 31 bits, else long."""
-        if n <= INT32_LIMIT and all(a.capacity <= INT32_LIMIT for a in arrays):
+        if n <= INT32_LIMIT and not any(a.wide for a in arrays):
             return "int", np.int32
         return "long", np.int64
 
@@ -213,27 +253,52 @@ class OpenCLBackend(Backend):
 
     def _map(self, op: str, operands: list, out_dtype: np.dtype, out: CLArray | None = None,
              in_dtype: np.dtype | None = None) -> CLArray:
-        """out = op(*operands) elementwise; operands are CLArrays or (already cast) scalars."""
+        """out = op(*operands) elementwise; operands are CLArrays or (already cast) scalars.
+
+        The launch plan (kernel, layout, grid) is kept per operand layouts: a repeated call
+        costs one dict lookup, an allocation and the enqueue."""
+        sig = [op, out_dtype, in_dtype]
+        for x in operands:
+            sig.append((x.shape, x.strides, x.offset, x.dtype, x.wide)
+                       if isinstance(x, CLArray) else None)
+        if out is not None:
+            sig.append((out.shape, out.strides, out.offset, out.wide))
+        sig = tuple(sig)
+        plan = self._plans.get(sig)
+        if plan is None:
+            if len(self._plans) > 8192:  # shapes that never repeat must not grow it forever
+                self._plans.clear()
+            plan = self._plans[sig] = self._map_plan(op, operands, out_dtype, out, in_dtype)
+        kernel, layout, shape, n, grid = plan
+        if out is None:
+            out = self._new(shape, out_dtype, op.lower())
+        if n:
+            self.enqueue(kernel, grid, self._local,
+                         (out.data, layout,
+                          *[x.data if isinstance(x, CLArray) else x for x in operands]))
+        return out
+
+    def _map_plan(self, op, operands, out_dtype, out, in_dtype) -> tuple:
         buffers = [x for x in operands if isinstance(x, CLArray)]
         if out is None:
             shape = buffers[0].shape
             for x in buffers[1:]:
                 if x.shape != shape:
-                    shape = _broadcast_shapes(op, shape, x.shape)
-            out = self._new(shape, out_dtype, op.lower())
-        n = out.size
+                    shape = _broadcast_shapes(op.lower(), shape, x.shape)
+            out = CLArray(None, shape, out_dtype)  # the layout a new output will have
+        shape, n = out.shape, out.size
         if n == 0:
-            return out
-        shape = out.shape
+            return None, None, shape, 0, None
         zeros = (0,) * len(shape)
         views = [broadcast_view(x, shape) if isinstance(x, CLArray) else x for x in operands]
         strides = [v.strides if isinstance(v, CLArray) else zeros for v in views]
         dims, *collapsed = collapse(shape, out.strides, *strides)
         ndim = len(dims)
-        if ndim <= 1 and all(s == (1,) or not ndim for s, v in zip(collapsed, [out, *views])
-                             if isinstance(v, CLArray)):
+        layouts = zip(collapsed, [out, *views], strict=True)
+        if ndim <= 1 and all(s == (1,) or not ndim for s, v in layouts if isinstance(v, CLArray)):
             ndim = 0  # every buffer contiguous: the kernel skips index arithmetic
-        idx, idx_np = self._index_type(n, out, *buffers)
+        wide = n > INT32_LIMIT or any(x.wide for x in buffers) or out.wide
+        idx, idx_np = ("long", np.int64) if wide else ("int", np.int32)
         scalars = tuple(not isinstance(v, CLArray) for v in views)
         dtypes = tuple(v.dtype if isinstance(v, CLArray) else in_dtype or out_dtype
                        for v in views)
@@ -247,10 +312,8 @@ class OpenCLBackend(Backend):
             layout += dims
             for s in collapsed:
                 layout += s
-        args = [out.data, np.array(layout, idx_np)]
-        args += [v.data if isinstance(v, CLArray) else v for v in views]
-        self._launch(kernel, n, args)
-        return out
+        grid = (-(-n // self.group) * self.group,)
+        return kernel, self.layout(layout, idx_np), shape, n, grid
 
     def _map_kernel(self, key: tuple, nin: int):
         op, dtypes, scalars, out_dtype, ndim, idx = key
@@ -259,7 +322,7 @@ class OpenCLBackend(Backend):
                    ("NDIM", ndim), ("TOUT", ctype(out_dtype)),
                    ("OUT_BOOL", int(out_dtype.kind == "b")), ("EXPR", f"OP_{op}({args})"),
                    ("F0", int(dtypes[0].kind == "f"))]
-        for i, (dtype, scalar) in enumerate(zip(dtypes, scalars)):
+        for i, (dtype, scalar) in enumerate(zip(dtypes, scalars, strict=True)):
             defines += [(f"T{i}", ctype(dtype)), (f"S{i}", int(scalar))]
         return self.kernels.get("elementwise.cl", "map", tuple(defines))
 
@@ -333,17 +396,18 @@ class OpenCLBackend(Backend):
         return slice_view(x, tuple(key))
 
     def pad(self, x: CLArray, widths: tuple, value) -> CLArray:
-        shape = tuple(n + lo + hi for n, (lo, hi) in zip(x.shape, widths))
+        shape = tuple(n + lo + hi for n, (lo, hi) in zip(x.shape, widths, strict=True))
         out = self.full(shape, value, x.dtype)
-        inner = slice_view(out, tuple(slice(lo, lo + n) for n, (lo, _) in zip(x.shape, widths)))
+        key = tuple(slice(lo, lo + n) for n, (lo, _) in zip(x.shape, widths, strict=True))
+        inner = slice_view(out, key)
         self.assign(inner, x)
         return out
 
     def concatenate(self, xs, axis: int) -> CLArray:
         first = xs[0]
         for x in xs[1:]:
-            if x.ndim != first.ndim or any(
-                    m != n for d, (m, n) in enumerate(zip(x.shape, first.shape)) if d != axis):
+            if x.ndim != first.ndim or any(m != n for d, (m, n) in enumerate(
+                    zip(x.shape, first.shape, strict=True)) if d != axis):
                 raise ShapeError(f"concatenate: shapes {first.shape} and {x.shape} differ off "
                                  f"axis {axis}")
         shape = list(first.shape)
@@ -371,7 +435,7 @@ def _broadcast_shapes(op: str, a: tuple, b: tuple) -> tuple:
     n = max(len(a), len(b))
     pa, pb = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
     out = []
-    for x, y in zip(pa, pb):
+    for x, y in zip(pa, pb, strict=True):
         if x != y and x != 1 and y != 1:
             raise ShapeError(f"{op}: shapes {a} and {b} cannot be broadcast together")
         out.append(y if x == 1 else x)

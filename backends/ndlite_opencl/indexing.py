@@ -28,7 +28,7 @@ def gather(b, x: CLArray, index: CLArray, axis: int) -> CLArray:
     if index.ndim != x.ndim:
         raise ShapeError(f"gather: index of shape {index.shape} needs x's ndim ({x.shape})")
     shape = []
-    for d, (n, m) in enumerate(zip(x.shape, index.shape)):
+    for d, (n, m) in enumerate(zip(x.shape, index.shape, strict=True)):
         if d != axis and n != m and n != 1 and m != 1:
             raise ShapeError(f"gather: shapes {x.shape} and index {index.shape} do not "
                              f"broadcast off axis {axis}")
@@ -38,15 +38,15 @@ def gather(b, x: CLArray, index: CLArray, axis: int) -> CLArray:
     if out.size == 0:
         return out
     x_strides = [0 if d == axis or (n == 1 and m != 1) else s
-                 for d, (n, m, s) in enumerate(zip(x.shape, shape, x.strides))]
+                 for d, (n, m, s) in enumerate(zip(x.shape, shape, x.strides, strict=True))]
     i_strides = [0 if n == 1 and m != 1 else s
-                 for n, m, s in zip(index.shape, shape, index.strides)]
+                 for n, m, s in zip(index.shape, shape, index.strides, strict=True)]
     idx, idx_np = b._index_type(out.size, out, x, index)
     ndim = len(shape)
     defines = _index_defines(b, "GATHER", idx, ndim, 5, T=ctype(x.dtype))
     kernel = b.kernels.get("index.cl", "gather", defines)
-    layout = np.array([out.size, x.offset, index.offset, x.strides[axis], x.shape[axis],
-                       *shape, *x_strides, *i_strides], idx_np)
+    layout = b.layout((out.size, x.offset, index.offset, x.strides[axis], x.shape[axis],
+                       *shape, *x_strides, *i_strides), idx_np)
     b._launch(kernel, out.size, (out.data, x.data, index.data, layout))
     return out
 
@@ -67,15 +67,15 @@ def scatter_add(b, index: CLArray, values: CLArray, axis: int, size: int) -> CLA
         b._fill(out, 0)
         return out
     v_strides = [0 if d == axis else s for d, s in enumerate(values.strides)]
-    i_strides = [0 if d == axis or (n == 1 and m != 1) else s
-                 for d, (n, m, s) in enumerate(zip(index.shape, values.shape, index.strides))]
+    i_strides = [0 if d == axis or (n == 1 and m != 1) else s for d, (n, m, s) in
+                 enumerate(zip(index.shape, values.shape, index.strides, strict=True))]
     idx, idx_np = b._index_type(out.size, out, values, index)
     ndim = len(shape)
     defines = _index_defines(b, "SCATTER_ADD", idx, ndim, 8, T=ctype(values.dtype))
     kernel = b.kernels.get("index.cl", "scatter_add", defines)
-    layout = np.array([out.size, values.offset, index.offset, count, size,
+    layout = b.layout((out.size, values.offset, index.offset, count, size,
                        values.strides[axis], index.strides[axis], axis,
-                       *shape, *v_strides, *i_strides], idx_np)
+                       *shape, *v_strides, *i_strides), idx_np)
     b._launch(kernel, out.size, (out.data, values.data, index.data, layout))
     return out
 
@@ -104,7 +104,7 @@ def put(b, dst: CLArray, flat_index: CLArray, values: CLArray) -> None:
     defines = _index_defines(b, "PUT", idx, ndim, 7, T=ctype(values.dtype), TD=ctype(dst.dtype),
                              TD_BOOL=int(dst.dtype.kind == "b"))
     kernel = b.kernels.get("index.cl", "put", defines)
-    layout = np.array([n, dst.offset, flat_index.offset, values.offset, flat_index.strides[0],
-                       values.strides[0], dst.size, *shape, *strides, *([0] * ndim)], idx_np)
+    layout = b.layout((n, dst.offset, flat_index.offset, values.offset, flat_index.strides[0],
+                       values.strides[0], dst.size, *shape, *strides, *([0] * ndim)), idx_np)
     b._launch(kernel, n, (dst.data, flat_index.data, values.data,
                           None if select is None else select.data, layout))

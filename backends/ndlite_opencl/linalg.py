@@ -61,7 +61,7 @@ def _batch_shape(a: tuple, c: tuple, x_shape: tuple, y_shape: tuple) -> tuple:
     n = max(len(a), len(c))
     pa, pc = (1,) * (n - len(a)) + a, (1,) * (n - len(c)) + c
     out = []
-    for p, q in zip(pa, pc):
+    for p, q in zip(pa, pc, strict=True):
         if p != q and p != 1 and q != 1:
             raise ShapeError(f"matmul: batch dims of shapes {x_shape} and {y_shape} cannot be "
                              f"broadcast together")
@@ -69,9 +69,9 @@ def _batch_shape(a: tuple, c: tuple, x_shape: tuple, y_shape: tuple) -> tuple:
     return tuple(out)
 
 
-def _layout(plan, x: CLArray, y: CLArray, idx_np) -> np.ndarray:
+def _layout(b, plan, x: CLArray, y: CLArray, idx_np) -> np.ndarray:
     M, N, K, bshape, sa, sb, sc, sam, sak, sbk, sbn = plan
-    return np.array([M, N, K, x.offset, y.offset, sam, sak, sbk, sbn, *bshape, *sa, *sb, *sc],
+    return b.layout((M, N, K, x.offset, y.offset, sam, sak, sbk, sbn, *bshape, *sa, *sb, *sc),
                     idx_np)
 
 
@@ -83,8 +83,8 @@ def _general(b, out: CLArray, x: CLArray, y: CLArray, plan) -> None:
                ("TS", tile), ("NB", len(bshape)))
     kernel = b.kernels.get("matmul.cl", "matmul", defines)
     grid = (-(-N // tile) * tile, -(-M // tile) * tile, prod(bshape))
-    kernel(b.queue, grid, (tile, tile, 1), out.data, x.data, y.data,
-           _layout(plan, x, y, idx_np))
+    b.enqueue(kernel, grid, (tile, tile, 1),
+              (out.data, x.data, y.data, _layout(b, plan, x, y, idx_np)))
 
 
 def gemm(b, out: CLArray, x: CLArray, y: CLArray, plan, params: dict, queue=None):
@@ -104,5 +104,5 @@ def gemm(b, out: CLArray, x: CLArray, y: CLArray, plan, params: dict, queue=None
     kernel = b.kernels.get("gemm.cl", "gemm", defines)
     rtm, rtn = tsm // params["WPTM"], tsn // params["WPTN"]
     grid = (-(-N // tsn) * rtn, -(-M // tsm) * rtm, prod(bshape))
-    return kernel(queue or b.queue, grid, (rtn, rtm, 1), out.data, x.data, y.data,
-                  _layout(plan, x, y, idx_np))
+    return b.enqueue(kernel, grid, (rtn, rtm, 1),
+                     (out.data, x.data, y.data, _layout(b, plan, x, y, idx_np)), queue)

@@ -80,8 +80,8 @@ def _pass(b, x, x_index, offset, M, K, kept_shape, kept_strides, red_shape, red_
                ("NOUT", len(kept_shape)), ("NRED", len(red_shape)),
                ("WG", 1 if serial else group), ("INDEXED", int(x_index is not None)),
                ("IDENTITY", _identity(op, acc_dtype)))
-    layout = np.array([M, K, offset, chunk, P, *kept_shape, *kept_strides, *red_shape,
-                       *red_strides], idx_np)
+    layout = b.layout((M, K, offset, chunk, P, *kept_shape, *kept_strides, *red_shape,
+                       *red_strides), idx_np)
     args = (values.data, None if indices is None else indices.data, x.data,
             None if x_index is None else x_index.data, layout)
     if serial:
@@ -89,7 +89,7 @@ def _pass(b, x, x_index, offset, M, K, kept_shape, kept_strides, red_shape, red_
         b._launch(kernel, M, args)
     else:
         kernel = b.kernels.get("reduce.cl", "reduce_group", defines)
-        kernel(b.queue, (n_out * group,), (group,), *args)
+        b.enqueue(kernel, (n_out * group,), (group,), args)
     if P == 1:
         return values, indices
     # second pass: each output reduces its P partials (contiguous rows of length P)

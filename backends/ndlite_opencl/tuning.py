@@ -62,7 +62,8 @@ def gemm_params(b) -> dict | None:
 
 
 def _candidates(b) -> list[dict]:
-    return [dict(zip(_NAMES, c)) for c in (GPU_CANDIDATES if b.is_gpu else CPU_CANDIDATES)]
+    candidates = GPU_CANDIDATES if b.is_gpu else CPU_CANDIDATES
+    return [dict(zip(_NAMES, c, strict=True)) for c in candidates]
 
 
 def fits(b, p: dict) -> bool:

@@ -28,7 +28,7 @@
 typedef struct {
     TA v;     // running value
     TA c;     // Neumaier compensation of a float sum
-    long i;   // argmax: index of the best element so far
+    long i;   // max/min/argmax: the index of the element that `v` came from
 } acc_t;
 
 inline acc_t acc_init(void)
@@ -36,32 +36,40 @@ inline acc_t acc_init(void)
     acc_t a;
     a.v = IDENTITY;
     a.c = 0;
-    a.i = LONG_MAX;
+    a.i = REDUCE == R_ARGMAX ? LONG_MAX : -1;
     return a;
 }
 
-// argmax: NaN beats everything (NumPy), ties go to the lower index
+// NaN beats everything (NumPy's max, min and argmax propagate or pick it)
+#if REDUCE == R_MIN
+inline int better(TA x, TA best) { return x < best || (ISNAN(x) && !ISNAN(best)); }
+#else
 inline int better(TA x, TA best) { return x > best || (ISNAN(x) && !ISNAN(best)); }
+#endif
 inline int same(TA x, TA best) { return x == best || (ISNAN(x) && ISNAN(best)); }
 
 inline void acc_push(acc_t* a, TA x, long i)
 {
 #if REDUCE == R_SUM && FLOAT_ACC
     // Neumaier's compensated sum: a float32 row of any length stays within a few ulp
+    // (a select, not a branch: the sign of the comparison is data-dependent)
     const TA t = a->v + x;
-    if (fabs(a->v) >= fabs(x))
-        a->c += (a->v - t) + x;
-    else
-        a->c += (x - t) + a->v;
+    const TA big = fabs(a->v) >= fabs(x) ? a->v : x;
+    const TA small = fabs(a->v) >= fabs(x) ? x : a->v;
+    a->c += (big - t) + small;
     a->v = t;
 #elif REDUCE == R_SUM
     a->v += x;
-#elif REDUCE == R_MAX
-    a->v = (a->v > x || ISNAN(a->v)) ? a->v : x;
-#elif REDUCE == R_MIN
-    a->v = (a->v < x || ISNAN(a->v)) ? a->v : x;
-#else
+#elif REDUCE == R_ARGMAX
+    // ties go to the lower index (the first maximum)
     if (better(x, a->v) || (same(x, a->v) && i < a->i)) {
+        a->v = x;
+        a->i = i;
+    }
+#else
+    // ties (0.0 and -0.0) go to the higher index: NumPy's left fold keeps the last one, and
+    // an order-free rule gives the same bits whatever shape the reduction tree has
+    if (better(x, a->v) || (same(x, a->v) && i > a->i)) {
         a->v = x;
         a->i = i;
     }
@@ -124,6 +132,20 @@ inline IDX reduced_offset(const layout_t L, IDX k)
 #define INDEX_OF(o, k) (k)
 #endif
 
+// A float sum adds runs of 8 elements plainly and each run into the compensated total: the
+// compensation costs several flops, paid once per 8 elements it keeps CPUs memory-bound,
+// and a run of 8 rounds at most 7 times. Other reductions take every element as it comes.
+#if REDUCE == R_SUM && FLOAT_ACC
+#define FEED_BEGIN TA run = 0; int filled = 0;
+#define FEED(value, index) { run += (value); \
+                             if (++filled == 8) { acc_push(&a, run, 0); run = 0; filled = 0; } }
+#define FEED_END acc_push(&a, run, 0);
+#else
+#define FEED_BEGIN
+#define FEED(value, index) acc_push(&a, value, index);
+#define FEED_END
+#endif
+
 __kernel void reduce_serial(__global TA* out, __global long* out_index,
                             __global const T* x, __global const long* x_index, const layout_t L)
 {
@@ -133,17 +155,19 @@ __kernel void reduce_serial(__global TA* out, __global long* out_index,
     const IDX K = L.v[1];
     const IDX base = kept_offset(L, m);
     acc_t a = acc_init();
+    FEED_BEGIN
 #if NRED == 1
     const IDX step = RED_STRIDE(0);
     IDX o = base;
     for (IDX k = 0; k < K; ++k, o += step)
-        acc_push(&a, (TA)x[o], INDEX_OF(o, k));
+        FEED((TA)x[o], INDEX_OF(o, k))
 #else
     for (IDX k = 0; k < K; ++k) {
         const IDX o = base + reduced_offset(L, k);
-        acc_push(&a, (TA)x[o], INDEX_OF(o, k));
+        FEED((TA)x[o], INDEX_OF(o, k))
     }
 #endif
+    FEED_END
     out[m] = acc_value(a);
 #if REDUCE == R_ARGMAX
     out_index[m] = a.i;
@@ -164,10 +188,12 @@ void reduce_group(__global TA* out, __global long* out_index,
     const int t = get_local_id(0);
     const IDX base = kept_offset(L, m);
     acc_t a = acc_init();
+    FEED_BEGIN
     for (IDX k = begin + t; k < end; k += WG) {
         const IDX o = base + reduced_offset(L, k);
-        acc_push(&a, (TA)x[o], INDEX_OF(o, k));
+        FEED((TA)x[o], INDEX_OF(o, k))
     }
+    FEED_END
     scratch[t] = a;
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int width = WG / 2; width > 0; width >>= 1) {
