@@ -130,8 +130,8 @@ def _tiles(shape, kernel_size, stride, padding, dilation, ceil_mode):
             max(kernel_size) > 127:  # window offsets are int8
         return None
     out = tuple(fallbacks.pool_output_size(size, k, k, 0, 1, ceil_mode)
-                for size, k in zip(shape[2:], kernel_size))
-    if any(o * k > size for o, k, size in zip(out, kernel_size, shape[2:])):
+                for size, k in zip(shape[2:], kernel_size, strict=True))
+    if any(o * k > size for o, k, size in zip(out, kernel_size, shape[2:], strict=True)):
         return None  # ceil_mode's last window hangs over the edge
     return out
 

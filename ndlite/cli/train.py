@@ -101,6 +101,7 @@ def _fail(message: str) -> int:
 
 def run(args) -> int:
     import ndlite
+
     from ..data import MNIST, DataLoader, MNISTError
     from ..errors import BackendUnavailableError
 

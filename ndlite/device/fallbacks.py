@@ -77,7 +77,7 @@ def im2col(b, x, kernel_size, stride, padding, dilation):
     n, c, h, w = x.shape
     kh, kw = kernel_size
     out = tuple(conv_output_size(s, k, st, p, d) for s, k, st, p, d in
-                zip((h, w), kernel_size, stride, padding, dilation))
+                zip((h, w), kernel_size, stride, padding, dilation, strict=True))
     xp = _padded(b, x, padding, (0, 0), 0)
     pieces = [b.reshape(_window_slices(b, xp, off, stride, out), (n, c, 1) + out)
               for off in _offsets(kernel_size, dilation)]
@@ -139,7 +139,7 @@ def conv2d_grad_weight(b, x, grad_output, weight_shape, stride, padding, dilatio
 def _pool_geometry(shape, kernel_size, stride, padding, dilation, ceil_mode):
     """Output size and the extra bottom/right padding that ceil_mode's last window needs."""
     out, extra = [], []
-    for size, k, s, p, d in zip(shape[2:], kernel_size, stride, padding, dilation):
+    for size, k, s, p, d in zip(shape[2:], kernel_size, stride, padding, dilation, strict=True):
         o = pool_output_size(size, k, s, p, d, ceil_mode)
         out.append(o)
         extra.append(max(0, (o - 1) * s + d * (k - 1) + 1 - (size + 2 * p)))
@@ -149,7 +149,7 @@ def _pool_geometry(shape, kernel_size, stride, padding, dilation, ceil_mode):
 def _positions(shape, offset, stride, padding, out):
     """int64 (OH, OW): where in the unpadded plane (h * W + w) offset `offset` of each window
     falls. Positions in the padding are outside 0..H*W-1; they never win a max."""
-    h, w = shape[2], shape[3]
+    _h, w = shape[2], shape[3]
     rows = np.arange(out[0]) * stride[0] - padding[0] + offset[0]
     cols = np.arange(out[1]) * stride[1] - padding[1] + offset[1]
     return (rows[:, None] * w + cols[None, :]).astype(np.int64)
@@ -188,7 +188,7 @@ def avg_pool2d_divisor(shape, kernel_size, stride, padding, ceil_mode, count_inc
     sizes = []
     for size, k, s, p, o in zip(shape[2:], kernel_size, stride, padding,
                                 _pool_geometry(shape, kernel_size, stride, padding, (1, 1),
-                                               ceil_mode)[0]):
+                                               ceil_mode)[0], strict=True):
         start = np.arange(o) * s - p
         end = np.minimum(start + k, size + p)
         if count_include_pad:

@@ -90,8 +90,9 @@ class _BatchNorm(Module):
 
     def forward(self, input: Tensor) -> Tensor:
         if input.ndim not in self.expected_dims:
-            raise ShapeError(f"{type(self).__name__}: expected a {' or '.join(map(str, self.expected_dims))}"
-                             f"-D input, got shape {input.shape}")
+            dims = " or ".join(map(str, self.expected_dims))
+            raise ShapeError(f"{type(self).__name__}: expected a {dims}-D input, got shape "
+                             f"{input.shape}")
         if input.shape[1] != self.num_features:
             raise ShapeError(f"{type(self).__name__}: expected {self.num_features} channels "
                              f"(dim 1), got input of shape {input.shape}")

@@ -149,7 +149,7 @@ def conv2d_grad_weight(x: Tensor, grad_output: Tensor, weight_shape: tuple, stri
 def _same_padding(kernel: tuple, dilation: tuple) -> list:
     """(before, after) per dim: PyTorch's 'same' puts the odd extra element after."""
     out = []
-    for k, d in zip(kernel, dilation):
+    for k, d in zip(kernel, dilation, strict=True):
         total = d * (k - 1)
         out.append((total // 2, total - total // 2))
     return out

@@ -41,7 +41,7 @@ def pool_params(x: Tensor, kernel_size, stride, padding, dilation, ceil_mode, op
         raise ValueError(f"{op}: padding {padding} should be at most half of the kernel size "
                          f"{kernel_size}")
     out = []
-    for size, k, s, p, d in zip(x.shape[2:], kernel_size, stride, padding, dilation):
+    for size, k, s, p, d in zip(x.shape[2:], kernel_size, stride, padding, dilation, strict=True):
         o = pool_output_size(size, k, s, p, d, bool(ceil_mode))
         if o < 1:
             raise ShapeError(f"{op}: the output size would be less than 1 for an input of "

@@ -25,7 +25,7 @@ class LRScheduler:
 
     def step(self) -> None:
         self.last_epoch += 1
-        for group, base in zip(self.optimizer.param_groups, self.base_lrs):
+        for group, base in zip(self.optimizer.param_groups, self.base_lrs, strict=True):
             group["lr"] = self.lr_at(base, self.last_epoch)
         self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
 

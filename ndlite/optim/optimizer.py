@@ -113,19 +113,19 @@ class Optimizer:
         groups = state_dict["param_groups"]
         if len(groups) != len(self.param_groups) or any(
                 len(g["params"]) != len(own["params"])
-                for g, own in zip(groups, self.param_groups)):
+                for g, own in zip(groups, self.param_groups, strict=True)):
             raise ValueError(f"{type(self).__name__}.load_state_dict: the saved parameter "
                              "groups do not match this optimizer's (different model?)")
         params = [p for g in self.param_groups for p in g["params"]]
         saved_ids = [i for g in groups for i in g["params"]]
-        by_saved = dict(zip(saved_ids, params))
+        by_saved = dict(zip(saved_ids, params, strict=True))
         self.state = {}
         for key, entry in state_dict["state"].items():
             p = by_saved[int(key)]
             self.state[id(p)] = {
                 name: value if isinstance(value, numbers.Number) else _as_state_tensor(value, p)
                 for name, value in entry.items()}
-        for own, saved in zip(self.param_groups, groups):
+        for own, saved in zip(self.param_groups, groups, strict=True):
             for k, v in saved.items():
                 if k != "params":
                     own[k] = v

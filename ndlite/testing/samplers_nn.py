@@ -42,8 +42,8 @@ def conv_case(draw, dtype):
     mode = draw(st.sampled_from(["int", "int", "same", "valid"]))
     stride = (1, 1) if mode == "same" else (draw(st.integers(1, 3)), draw(st.integers(1, 3)))
     padding = (draw(st.integers(0, 2)), draw(st.integers(0, 2))) if mode == "int" else (0, 0)
-    spans = [d * (k - 1) + 1 for k, d in zip(kernel, dilation)]
-    low = [1 if mode == "same" else max(1, s - 2 * p) for s, p in zip(spans, padding)]
+    spans = [d * (k - 1) + 1 for k, d in zip(kernel, dilation, strict=True)]
+    low = [1 if mode == "same" else max(1, s - 2 * p) for s, p in zip(spans, padding, strict=True)]
     h, w = draw(st.integers(low[0], low[0] + 4)), draw(st.integers(low[1], low[1] + 4))
     n = draw(st.integers(1, 2))
     x_shape = (n, groups * cg, h, w)
@@ -53,7 +53,7 @@ def conv_case(draw, dtype):
         pad_param = "same"
     else:
         out = (n, groups * og) + tuple(conv_output_size(s, k, st_, p, d) for s, k, st_, p, d in
-                                       zip((h, w), kernel, stride, padding, dilation))
+                                       zip((h, w), kernel, stride, padding, dilation, strict=True))
         pad_param = "valid" if mode == "valid" else _pair_or_int(draw, padding)
     params = dict(stride=_pair_or_int(draw, stride), padding=pad_param,
                   dilation=_pair_or_int(draw, dilation), groups=groups)
@@ -104,12 +104,12 @@ def pool_case(draw, dilation: bool):
     dil = (draw(st.integers(1, 2)), draw(st.integers(1, 2))) if dilation else (1, 1)
     padding = (draw(st.integers(0, kernel[0] // 2)), draw(st.integers(0, kernel[1] // 2)))
     ceil_mode = draw(st.booleans())
-    spans = [d * (k - 1) + 1 for k, d in zip(kernel, dil)]
+    spans = [d * (k - 1) + 1 for k, d in zip(kernel, dil, strict=True)]
     h = draw(st.integers(max(1, spans[0] - 2 * padding[0]), 6))
     w = draw(st.integers(max(1, spans[1] - 2 * padding[1]), 6))
     steps = kernel if stride is None else stride
     out = []
-    for size, k, s, p, d in zip((h, w), kernel, steps, padding, dil):
+    for size, k, s, p, d in zip((h, w), kernel, steps, padding, dil, strict=True):
         o = pool_output_size(size, k, s, p, d, ceil_mode)
         assume(o >= 1 and not empty_windows(size, k, s, p, d, o))
         out.append(o)
@@ -328,7 +328,7 @@ def _binary_loss(spec, dtype):
             names.append("pos_weight")
 
         def invoke(fn, ts, p):
-            extra = dict(zip(names, ts[2:]))
+            extra = dict(zip(names, ts[2:], strict=True))
             return fn(ts[0], ts[1], reduction=p["reduction"], **extra)
 
         return Case(inputs, {"reduction": draw(REDUCTION)}, invoke=invoke)

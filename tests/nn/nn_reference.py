@@ -54,8 +54,9 @@ def conv2d_grads(x, w, grad, stride=(1, 1), padding=(0, 0), dilation=(1, 1), gro
                     for q in range(kw):
                         r = i * stride[0] + p * dilation[0]
                         s = j * stride[1] + q * dilation[1]
-                        gxp[:, g * cg:(g + 1) * cg, r, s] += grad[:, oc, i, j, None] * w[oc, :, p, q]
-                        gw[oc, :, p, q] += np.sum(grad[:, oc, i, j, None] *
+                        g_out = grad[:, oc, i, j, None]
+                        gxp[:, g * cg:(g + 1) * cg, r, s] += g_out * w[oc, :, p, q]
+                        gw[oc, :, p, q] += np.sum(g_out *
                                                   xp[:, g * cg:(g + 1) * cg, r, s], axis=0)
     return gxp[:, :, ph:ph + h, pw:pw + wd], gw
 

@@ -2,16 +2,14 @@
 and the NumPy backend's overrides, both against the loop references in nn_reference.py, over
 hypothesis-drawn geometry (stride, padding, dilation, groups, non-square, ceil_mode)."""
 
+import ndlite_numpy.nn
+import nn_reference as ref
 import numpy as np
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-import ndlite_numpy.nn
-
 from ndlite.device import fallbacks, get_backend
-
-import nn_reference as ref
 
 B = get_backend("numpy")
 DEFAULT_LAYOUT = ndlite_numpy.nn.WIDE_ROWS
@@ -83,7 +81,7 @@ def pool_geometry(draw, dilation=True):
     h = draw(st.integers(max(1, dh * (kh - 1) + 1 - 2 * ph), 7))
     w = draw(st.integers(max(1, dw * (kw - 1) + 1 - 2 * pw), 7))
     shape = (draw(st.integers(1, 2)), draw(st.integers(1, 2)), h, w)
-    for size, k, s, p, d in zip((h, w), (kh, kw), (sh, sw), (ph, pw), (dh, dw)):
+    for size, k, s, p, d in zip((h, w), (kh, kw), (sh, sw), (ph, pw), (dh, dw), strict=True):
         out = ref.out_size(size, k, s, p, d, ceil_mode)
         assume(not fallbacks.empty_windows(size, k, s, p, d, out))
     # a permuted grid with repeats: ties happen and must go to the first maximum

@@ -3,12 +3,12 @@ the formulas of PyTorch's documentation), in float64 on the NumPy backend."""
 
 import math
 
+import nn_reference as ref
 import numpy as np
 import pytest
 
 import ndlite
 import ndlite.nn.functional as F
-import nn_reference as ref
 
 RNG = np.random.default_rng(0)
 

@@ -22,7 +22,7 @@ def test_model_and_optimizer_round_trip(tmp_path):
     assert back["epoch"] == 7 and back["note"] == "hello" and back["none"] is None
     fresh = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4))
     fresh.load_state_dict(back["model"])
-    for (name, a), b in zip(model.state_dict().items(), fresh.state_dict().values()):
+    for (name, a), b in zip(model.state_dict().items(), fresh.state_dict().values(), strict=True):
         np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=name)
     state = back["optimizer"]
     assert state["param_groups"][0]["betas"] == (0.9, 0.999)

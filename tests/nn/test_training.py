@@ -42,7 +42,9 @@ def test_a_step_lowers_the_loss_on_the_same_batch():
 
 @pytest.mark.slow
 @pytest.mark.skipif(not FULL.is_dir(), reason="full MNIST not found at ../shared/data/mnist")
-def test_full_mnist_one_epoch_reaches_98_percent():
+def test_full_mnist_one_epoch_reaches_98_percent(request):
+    if "slow" not in (request.config.getoption("markexpr") or ""):
+        pytest.skip("opt-in (minutes on a CPU): run with -m slow")
     ndlite.manual_seed(0)
     model = ndlite.nn.models.mnist_cnn()
     opt = ndlite.optim.RMSprop(model.parameters(), lr=1e-3)

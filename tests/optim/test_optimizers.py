@@ -39,11 +39,12 @@ def test_updates_follow_the_documented_rule(cls, kwargs, rule, rule_kwargs):
     states = [{} for _ in P0]
     for grads in GRADS:
         opt.zero_grad()
-        for p, g in zip(params, grads):
+        for p, g in zip(params, grads, strict=True):
             p.grad = ndlite.tensor(g)
         opt.step()
-        expected = [rule(e, g, s, **rule_kwargs) for e, g, s in zip(expected, grads, states)]
-        for p, e in zip(params, expected):
+        expected = [rule(e, g, s, **rule_kwargs)
+                    for e, g, s in zip(expected, grads, states, strict=True)]
+        for p, e in zip(params, expected, strict=True):
             np.testing.assert_allclose(p.detach().numpy(), e, rtol=1e-12, atol=1e-12)
 
 
@@ -80,7 +81,7 @@ def test_state_dict_round_trip_continues_identically(tmp_path):
     opt_b.load_state_dict(saved["opt"])
     assert opt_b.param_groups[0]["lr"] == 0.01
     run(2, opt_b, b)
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=True):
         np.testing.assert_array_equal(x.detach().numpy(), y.detach().numpy())
 
 
