@@ -105,8 +105,10 @@ def parse_idx(data: bytes, kind: str, source: str) -> np.ndarray:
     return np.frombuffer(data, dtype=np.uint8, offset=header).reshape(dims)
 
 
-def download_files(root: Path, names=None, mirrors=MIRRORS) -> None:
-    """Fetch the standard .gz files into `root`, verifying each file's SHA-256."""
+def download_files(root: Path, names=None, mirrors=None) -> None:
+    """Fetch the standard .gz files into `root` (from `mirrors`, default MIRRORS), verifying
+    each file's SHA-256."""
+    mirrors = MIRRORS if mirrors is None else mirrors
     root.mkdir(parents=True, exist_ok=True)
     for name in names or SHA256:
         if find_file(root, name) is not None:

@@ -87,3 +87,29 @@ def test_full_mnist_checks_out():
     assert len(train) == 60000 and len(test) == 10000
     assert np.bincount(test.labels).tolist() == [980, 1135, 1032, 1010, 982, 892, 958, 1028,
                                                  974, 1009]
+
+
+def test_download_checks_sha256(tmp_path, monkeypatch):
+    """`download=True` against a local mirror (file:// URLs): accepted when the SHA-256 of the
+    uncompressed file matches, refused (and nothing written) when it does not."""
+    import hashlib
+
+    from ndlite.data import mnist
+
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    rng = np.random.default_rng(1)
+    _write_idx(mirror, "train", rng.integers(0, 256, (4, 28, 28)), np.arange(4), gz=True)
+    _write_idx(mirror, "test", rng.integers(0, 256, (2, 28, 28)), np.arange(2), gz=True)
+    digests = {name: hashlib.sha256(gzip.decompress((mirror / (name + ".gz")).read_bytes()))
+               .hexdigest() for name in FILES.values()}
+    monkeypatch.setattr(mnist, "SHA256", digests)
+    monkeypatch.setattr(mnist, "MIRRORS", (mirror.as_uri() + "/",))
+    cache = tmp_path / "cache"
+    assert len(MNIST(cache, train=False, download=True)) == 2
+    assert sorted(p.name for p in cache.iterdir()) == sorted(n + ".gz" for n in FILES.values())
+    digests["train-images-idx3-ubyte"] = "0" * 64
+    other = tmp_path / "other"
+    with pytest.raises(MNISTError, match="SHA-256 .* does not match"):
+        MNIST(other, train=True, download=True)
+    assert not (other / "train-images-idx3-ubyte.gz").exists()
