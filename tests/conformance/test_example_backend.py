@@ -3,6 +3,7 @@ third party would: registered in-process, and installed (into a temporary folder
 ndlite finds it through its entry point and the kit's pytest plugin runs the suite on it."""
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -39,12 +40,14 @@ def test_the_example_passes_the_kit(example_backend, op):
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
-    """The example pip-installed into a folder of its own (no network, no change to .venv)."""
+    """The example pip-installed into a folder of its own (no network, no change to .venv),
+    built from a copy so that no build files land in the source tree."""
+    source = tmp_path_factory.mktemp("src") / EXAMPLE.name
+    shutil.copytree(EXAMPLE, source, ignore=shutil.ignore_patterns("build", "*.egg-info"))
     target = tmp_path_factory.mktemp("site")
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
                     "--no-build-isolation", "--no-compile", "--target", str(target),
-                    str(EXAMPLE)], check=True, capture_output=True, timeout=300,
-                   cwd=target)
+                    str(source)], check=True, capture_output=True, timeout=300, cwd=target)
     env = dict(os.environ, PYTHONPATH=str(target))
     env.pop("NDLITE_BACKEND", None)
     return target, env
