@@ -35,6 +35,9 @@ def add_parser(sub) -> None:
                                                   "(comma-separated: 'conv*,max_pool2d')")
     p.add_argument("--dtype", action="append", choices=("float32", "float64"),
                    help="only this dtype (repeatable; default: both)")
+    p.add_argument("--order", choices=("1", "2", "both"), default="both",
+                   help="1: values and gradients; 2: gradients of gradients (the ops whose "
+                        "spec asks for it); default both")
     p.add_argument("--json", metavar="PATH", help="also write every result as JSON to PATH")
     p.add_argument("--reproduce", metavar="BLOB",
                    help="replay one failure (the blob a failure printed; needs one backend, "
@@ -138,7 +141,7 @@ def print_failures(results) -> None:
 
 
 def run(args) -> int:
-    from ndlite.testing.catalog import op_names
+    from ndlite.testing.catalog import get_op, op_names
     from ndlite.testing.runner import Result, run as run_one
 
     settings = _settings(args)
@@ -152,14 +155,17 @@ def run(args) -> int:
         for name, why in missing.items():
             print(f"ndlite conformance: backend {name} cannot run: {why}", file=sys.stderr)
         return 2
-    if args.reproduce and (len(backends) != 1 or len(ops) != 1 or len(dtypes) != 1):
-        print("ndlite conformance: --reproduce needs exactly one --backend, one op in --ops "
-              "and one --dtype", file=sys.stderr)
+    orders = [1, 2] if args.order == "both" else [int(args.order)]
+    runs = [(op, order) for op in ops for order in orders
+            if order == 1 or get_op(op).spec.second_order]
+    if args.reproduce and (len(backends) != 1 or len(runs) != 1 or len(dtypes) != 1):
+        print("ndlite conformance: --reproduce needs exactly one --backend, one op in --ops, "
+              "one --dtype and one --order", file=sys.stderr)
         return 2
 
-    print(f"ndlite conformance: {len(ops)} ops x {len(backends)} backend(s) x "
-          f"{'/'.join(dtypes)}, profile {args.profile} ({settings.max_examples} examples each), "
-          f"reference numpy float64")
+    print(f"ndlite conformance: {len(ops)} ops ({len(runs) - len(ops)} also of 2nd order) x "
+          f"{len(backends)} backend(s) x {'/'.join(dtypes)}, profile {args.profile} "
+          f"({settings.max_examples} examples each), reference numpy float64")
     for backend in backends:
         print(f"  {backend.name}: {backend.device_name()}")
     for name, why in missing.items():
@@ -167,14 +173,14 @@ def run(args) -> int:
 
     started = time.perf_counter()
     results = []
-    progress = _Progress(len(ops) * len(backends) * len(dtypes) * settings.max_examples)
+    progress = _Progress(len(runs) * len(backends) * len(dtypes) * settings.max_examples)
     try:
         for backend in backends:
-            for op in ops:
+            for op, order in runs:
                 for dtype in dtypes:
                     progress.start(f"{op} {backend.name} {dtype}")
                     result = run_one(op, backend, dtype, settings, reproduce=args.reproduce,
-                                     on_example=progress.example)
+                                     on_example=progress.example, order=order)
                     progress.done(result, settings.max_examples)
                     results.append(result)
     finally:

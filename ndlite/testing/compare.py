@@ -31,7 +31,7 @@ import ndlite
 from ..device.registry import get_backend
 from ..ops.registry import EXACT, SCALED, TRANSCENDENTAL, resolve
 from .catalog import get_op
-from .magnitude import magnitude_backend
+from .magnitude import magnitude_backend, recording_backend
 from .roundings import rounding_backend
 from .samplers import Case
 from .tolerance import Verdict, judge
@@ -169,21 +169,27 @@ def _bitwise(first: Run, second: Run) -> Verdict:
     return Verdict(True, 0.0)
 
 
-def compare(op, case: Case, backend, dtype, seed: int = 0,
-            determinism: bool = True) -> Outcome:
+def compare(op, case: Case, backend, dtype, seed: int = 0, determinism: bool = True,
+            order: int = 1) -> Outcome:
     """Judge `op` (a registry op or its name) on `backend` for one drawn `case`.
 
     `case.inputs` are in `dtype` already (as a sampler draws them); `seed` picks the
-    cotangents. Exceptions of the reference propagate (the case itself is bad); an exception
-    of the backend under test is a failure.
+    cotangents. With `order=2` the op under test is the op's VJP itself (values: the
+    gradients; gradients: Hessian-vector products). Exceptions of the reference propagate
+    (the case itself is bad); an exception of the backend under test is a failure.
     """
     op = get_op(op) if isinstance(op, str) else op
     spec = op.spec
     backend = get_backend(backend)
     dtype = np.dtype(dtype)
     fn = resolve(op)
+    tol, label = spec.tol, op.name
+    if order == 2:
+        case = second_order(case, dtype, seed + 1)
+        tol = TRANSCENDENTAL if spec.tol == TRANSCENDENTAL else SCALED
+        label = f"{op.name} (2nd order)"
     grad = case.differentiable() if spec.grad else []
-    outcome = Outcome(op.name, backend.name, str(dtype))
+    outcome = Outcome(label, backend.name, str(dtype))
 
     # cotangents are drawn in `dtype`, so the backend and the reference see the same values
     reference, cots = execute(fn, case, _cast_floats(case.inputs, np.float64),
@@ -199,25 +205,26 @@ def compare(op, case: Case, backend, dtype, seed: int = 0,
         return outcome
 
     magnitude = counts = None
-    if grad or spec.tol != EXACT:  # S and R: the magnitude and rounding-count runs
-        float64 = _cast_floats(case.inputs, np.float64)
-        magnitude, _ = execute(fn, case, _cast_floats(float64, np.float64, magnitude=True),
-                               magnitude_backend(), grad,
-                               cots=_cast_floats(cots, np.float64, magnitude=True))
-        counts, _ = execute(fn, case, float64, rounding_backend(), grad,
-                            cots=_cast_floats(cots, np.float64))
+    if grad or tol != EXACT:  # S and R: the magnitude and rounding-count runs
+        float64, cots64 = _cast_floats(case.inputs, np.float64), _cast_floats(cots, np.float64)
+        recorder, magnitudes = recording_backend(), magnitude_backend()
+        recorder.tape = []
+        execute(fn, case, float64, recorder, grad, cots=cots64)
+        magnitudes.replay(recorder.tape)  # the reference's decisions, on magnitudes
+        magnitude, _ = execute(fn, case, float64, magnitudes, grad, cots=cots64)
+        counts, _ = execute(fn, case, float64, rounding_backend(), grad, cots=cots64)
 
     for k, (a, r) in enumerate(zip(actual.outputs, reference.outputs)):
         what = "value" if len(actual.outputs) == 1 else f"value[{k}]"
         scale = roundings = None
-        if spec.tol != EXACT and r.dtype.kind == "f":
+        if tol != EXACT and r.dtype.kind == "f":
             roundings = counts.outputs[k]
-            if spec.tol == SCALED:
-                scale = _bound(spec, case.inputs, case.params) if spec.bound is not None \
-                    else magnitude.outputs[k]
-        outcome.checks[what] = _judge_one(a, r, spec.tol, dtype, scale, roundings)
+            if tol == SCALED:
+                own = spec.bound is not None and order == 1
+                scale = _bound(spec, case.inputs, case.params) if own else magnitude.outputs[k]
+        outcome.checks[what] = _judge_one(a, r, tol, dtype, scale, roundings)
 
-    grad_tol = TRANSCENDENTAL if spec.tol == TRANSCENDENTAL else SCALED
+    grad_tol = TRANSCENDENTAL if tol == TRANSCENDENTAL else SCALED
     for k, i in enumerate(grad):
         a, r = actual.grads[k], reference.grads[k]
         outcome.checks[f"grad[{i}]"] = _judge_one(a, r, grad_tol, dtype, magnitude.grads[k],
@@ -229,9 +236,10 @@ def compare(op, case: Case, backend, dtype, seed: int = 0,
     return outcome
 
 
-def check(op, case: Case, backend, dtype, seed: int = 0, determinism: bool = True) -> Outcome:
+def check(op, case: Case, backend, dtype, seed: int = 0, determinism: bool = True,
+          order: int = 1) -> Outcome:
     """`compare`, raising ConformanceError with every failed check when it does not pass."""
-    outcome = compare(op, case, backend, dtype, seed, determinism)
+    outcome = compare(op, case, backend, dtype, seed, determinism, order)
     if not outcome.ok:
         raise ConformanceError(str(outcome))
     return outcome
@@ -257,3 +265,25 @@ def cases(op, dtype):
         return Case(inputs, case.params, case.grad, case.invoke)
 
     return drawn.map(off_kinks)
+
+
+def second_order(case: Case, dtype, seed: int) -> Case:
+    """The case whose op is the VJP of `case`'s op: it returns the gradients of every
+    differentiable input for a fixed cotangent (drawn from `seed` in `dtype`, so every
+    backend sees the same values), with the graph kept so they can be differentiated again."""
+    grad = case.differentiable()
+    dtype = np.dtype(dtype)
+
+    def gradients(fn, tensors, params):
+        with ndlite.enable_grad():
+            outs = [o for o in _outputs(case.call(fn, tensors)) if o.requires_grad]
+            if not outs:
+                return ()
+            rng = np.random.default_rng(seed)
+            cots = [ndlite.tensor(rng.standard_normal(o.shape).astype(dtype), dtype=o.dtype,
+                                  backend=o.backend) for o in outs]
+            found = ndlite.autograd.grad(outs, [tensors[i] for i in grad], cots,
+                                         create_graph=True, allow_unused=True)
+        return tuple(g for g in found if g is not None)
+
+    return Case(case.inputs, case.params, grad, gradients)

@@ -7,17 +7,24 @@ to the absolute values of its inputs in float64 (`|A| @ |B|` for matmul). Runnin
 primitives are replaced by their running-error-analysis counterparts,
 
     sub(a, b) -> |a| + |b|     neg(x) -> |x|     log(x) -> |log x|
-    add, mul, div, pow -> on the absolute values of their operands (scalars included)
-    where, maximum, minimum -> the larger magnitude of the two (the comparison deciding
-                               between them was made on magnitudes, not values)
+    add, mul, div, pow, matmul -> on the absolute values of their operands (scalars too)
+    from_numpy -> |array|: inputs and constants (a second-order cotangent) enter as magnitudes
 
-while index arithmetic (integer buffers) is left alone, and so are sentinels: a max-pool's
--inf padding keeps its sign (pad, full, max and non-finite selections are untouched).
-Fast paths (conv2d, pooling, log_softmax) run their fallbacks, built from these primitives. For the VJP it is fed |cotangent|, so a
-gradient that sums cotangent terms of both signs (broadcasting, reductions) gets the sum of
-their magnitudes as its scale. The kit never lets S fall below |reference|.
+and whose decisions are the reference's: comparisons, argmax/argmin and which operand of
+maximum/minimum wins are replayed from a tape recorded by a run of the reference on the
+values (`recording_backend`), so a max-pool's gradient lands where the reference put it.
+The tape also holds the value of every denominator: a / b becomes S(a) / |b|, since a
+denominator computed on magnitudes (a variance of |x|) would be too large and S too small.
+Without a tape (or out of step with it), a selection takes the larger magnitude of its
+operands and a division divides magnitudes. Integer buffers
+(index arithmetic) and non-finite sentinels (a max-pool's -inf padding) are left alone. Fast
+paths (conv2d, pooling, log_softmax) run their fallbacks, built from these primitives.
 
->>> import numpy as np, ndlite
+For the VJP it is fed |cotangent|, so a gradient that sums cotangent terms of both signs
+(broadcasting, reductions) gets the sum of their magnitudes as its scale. The kit never lets
+S fall below |reference|.
+
+>>> import numpy as np
 >>> m = magnitude_backend()
 >>> m.to_numpy(m.sub(m.from_numpy(np.array([1.0, -2.0])), 3.0)).tolist()
 [4.0, 5.0]
@@ -33,6 +40,9 @@ from ..device.protocol import Backend
 from ..device.registry import get_backend
 from .roundings import _fast_paths
 
+#: primitives whose results are decisions, replayed from the reference's tape
+DECISIONS = ("eq", "ne", "lt", "le", "gt", "ge", "argmax", "argmin")
+
 
 def _is_float(x) -> bool:
     return isinstance(x, (float, np.floating)) or getattr(getattr(x, "dtype", None), "kind",
@@ -46,6 +56,58 @@ def _mag(x):
     if isinstance(x, (int, float, np.number)):
         return abs(x)
     return np.abs(x) if x.dtype.kind == "f" else x
+
+
+def _use_fallbacks(backend) -> None:
+    """Route every fast path through its fallback (composed from the primitives)."""
+    for name in _fast_paths():
+        setattr(backend, name, getattr(Backend, name).__get__(backend))
+
+
+@lru_cache(maxsize=1)
+def recording_backend():
+    """The reference on values, fast paths through their fallbacks (so its primitive calls
+    match the magnitude backend's one for one), recording every decision on `tape`."""
+    base = type(get_backend("numpy"))
+
+    class RecordingBackend(base):
+        kind = name = "recording"
+
+        def __init__(self):
+            super().__init__()
+            self.tape: list = []
+            for name in DECISIONS:
+                setattr(self, name, self._recorded(name, getattr(self, name)))
+            for name, pick in (("maximum", np.greater_equal), ("minimum", np.less_equal)):
+                setattr(self, name, self._chooser(name, getattr(self, name), pick))
+            divide = self.div
+
+            def div(a, b):
+                if _is_float(a) or _is_float(b):  # the denominator's value
+                    self.tape.append(("div", np.array(b, dtype=np.float64)))
+                return divide(a, b)
+
+            self.div = div
+            _use_fallbacks(self)
+
+        def _recorded(self, name, primitive):
+            def call(*args):
+                out = primitive(*args)
+                self.tape.append((name, np.array(out, copy=True)))
+                return out
+
+            return call
+
+        def _chooser(self, name, primitive, pick):
+            def call(a, b):
+                if _is_float(a) or _is_float(b):  # which operand won, elementwise
+                    with np.errstate(invalid="ignore"):
+                        self.tape.append((name, np.asarray(pick(a, b) | np.isnan(a))))
+                return primitive(a, b)
+
+            return call
+
+    return RecordingBackend()
 
 
 def _binary(original, replacement):
@@ -73,21 +135,12 @@ def _unary(original, replacement):
     return call
 
 
-def _either(select):
-    """A selection between float operands on magnitudes: the comparison that picks one was
-    made on magnitudes too, so either may be the one the reference picked; take the larger.
-    Non-finite operands (a max-pool's -inf padding) are sentinels: `select` decides there."""
-
-    def call(a, b):
-        if not (_is_float(a) or _is_float(b)):
-            return select(a, b)
-        chosen = np.asarray(select(a, b))
-        with np.errstate(invalid="ignore"):
-            larger = np.maximum(np.abs(a), np.abs(b))
-        finite = np.isfinite(a) & np.isfinite(b)
-        return np.where(finite, larger, chosen).astype(chosen.dtype)
-
-    return call
+def _larger(a, b, chosen):
+    """The larger magnitude of a and b where both are finite, else `chosen` (a sentinel)."""
+    with np.errstate(invalid="ignore"):
+        larger = np.maximum(np.abs(a), np.abs(b))
+    finite = np.isfinite(a) & np.isfinite(b)
+    return np.where(finite, larger, chosen).astype(np.asarray(chosen).dtype)
 
 
 @lru_cache(maxsize=1)
@@ -100,20 +153,78 @@ def magnitude_backend():
 
         def __init__(self):
             super().__init__()
+            self.tape: list = []
+            self.in_step = False  # decisions come from a tape that matches this run
             # the reference binds its elementwise primitives per instance; rebind ours
             self.add = _binary(self.add, np.add)
             self.sub = _binary(self.sub, np.add)
             self.mul = _binary(self.mul, np.multiply)
-            self.div = _binary(self.div, np.true_divide)
+            self.div = self._divided(_binary(self.div, np.true_divide))
             self.pow = _binary(self.pow, np.power)
             self.neg = _unary(self.neg, lambda x: x)
             self.log = _unary(self.log, lambda x: np.abs(np.log(x)))
-            self.maximum = _either(self.maximum)
-            self.minimum = _either(self.minimum)
-            for name in _fast_paths():  # their fallbacks, built from the primitives above
-                setattr(self, name, getattr(Backend, name).__get__(self))
+            for name in DECISIONS:
+                setattr(self, name, self._replayed(name, getattr(self, name)))
+            for name in ("maximum", "minimum"):
+                setattr(self, name, self._chosen(name, getattr(self, name)))
+            _use_fallbacks(self)
+
+        def replay(self, tape: list) -> None:
+            """Take decisions from `tape` (a recording of the same computation on values)."""
+            self.tape = list(reversed(tape))
+            self.in_step = True
+
+        def _next(self, name, shape):
+            if self.tape and self.tape[-1][0] == name and self.tape[-1][1].shape == shape:
+                return self.tape.pop()[1]
+            self.tape, self.in_step = [], False  # out of step: decide on magnitudes
+            return None
+
+        def _replayed(self, name, primitive):
+            def call(*args):
+                out = primitive(*args)
+                recorded = self._next(name, np.shape(out))
+                return out if recorded is None else recorded.astype(out.dtype)
+
+            return call
+
+        def _divided(self, on_magnitudes):
+            def div(a, b):
+                if not (_is_float(a) or _is_float(b)):
+                    return on_magnitudes(a, b)
+                denominator = self._next("div", np.shape(b))
+                if denominator is None:
+                    return on_magnitudes(a, b)
+                with np.errstate(all="ignore"):  # the terms of a over the true denominator
+                    return np.asarray(np.true_divide(_mag(a), np.abs(denominator)))
+
+            return div
+
+        def _chosen(self, name, primitive):
+            def call(a, b):
+                if not (_is_float(a) or _is_float(b)):
+                    return primitive(a, b)
+                chosen = np.asarray(primitive(a, b))
+                first = self._next(name, chosen.shape)
+                if first is None:
+                    return _larger(a, b, chosen)
+                return np.asarray(np.where(first, a, b)).astype(chosen.dtype)
+
+            return call
+
+        def from_numpy(self, array):
+            # inputs and constants enter as magnitudes (sentinels such as -inf stay)
+            if array.dtype.kind == "f":
+                array = np.where(np.isfinite(array), np.abs(array), array)
+            return super().from_numpy(array)
+
+        def matmul(self, a, b):
+            return super().matmul(_mag(a), _mag(b))
 
         def where(self, cond, a, b):
-            return _either(lambda a, b: super(MagnitudeBackend, self).where(cond, a, b))(a, b)
+            chosen = super().where(cond, a, b)
+            if (_is_float(a) or _is_float(b)) and not self.in_step:
+                return _larger(a, b, chosen)  # cond was decided on magnitudes
+            return chosen
 
     return MagnitudeBackend()

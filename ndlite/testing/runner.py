@@ -58,23 +58,29 @@ def describe(case, seed: int) -> str:
                 f"cotangent seed={seed}")
 
 
-def reproduction(op: str, backend: str, dtype: str, blob: tuple | None) -> str:
-    command = ["ndlite", "conformance", "--backend", backend, "--ops", op, "--dtype", dtype]
+def reproduction(op: str, backend: str, dtype: str, blob: tuple | None, order: int = 1) -> str:
+    command = ["ndlite", "conformance", "--backend", backend, "--ops", op, "--dtype", dtype,
+               "--order", str(order)]
     if blob is not None:
         command += ["--reproduce", f"{blob[0]}:{blob[1]}"]
     return shlex.join(command)
 
 
 def run(op: str, backend, dtype: str, settings: Settings | None = None,
-        reproduce: str | None = None, on_example=None) -> Result:
-    """Search for a case where `backend` disagrees with the reference on `op` in `dtype`.
+        reproduce: str | None = None, on_example=None, order: int = 1) -> Result:
+    """Search for a case where `backend` disagrees with the reference on `op` in `dtype`
+    (with `order=2`, on the op's VJP: gradients and Hessian-vector products).
 
     `settings` is a hypothesis settings object (a profile); `reproduce` is a blob
     "version:data" printed by an earlier failure; `on_example()` is called after each example.
     """
     backend = get_backend(backend)
     spec = get_op(op).spec
-    result = Result(op, backend.name, str(np.dtype(dtype)))
+    result = Result(op if order == 1 else f"{op} (2nd order)", backend.name,
+                    str(np.dtype(dtype)))
+    if order == 2 and not spec.second_order:
+        result.status, result.reason = SKIP, f"the spec of {op} asks for no second-order check"
+        return result
     if result.dtype not in spec.dtypes:
         result.status, result.reason = SKIP, f"the spec of {op} does not list {result.dtype}"
         return result
@@ -90,7 +96,7 @@ def run(op: str, backend, dtype: str, settings: Settings | None = None,
         case = data.draw(cases(op, dtype), label="case")
         seed = data.draw(st.integers(0, 2**16 - 1), label="cotangent seed")
         try:
-            outcome = compare(op, case, backend, dtype, seed)
+            outcome = compare(op, case, backend, dtype, seed, order=order)
         except Exception as exc:
             if not failure:
                 result.examples += 1
@@ -123,5 +129,5 @@ def run(op: str, backend, dtype: str, settings: Settings | None = None,
         blob = match.groups() if match else None
         if blob is None and reproduce:  # a replay prints no new blob: keep the one it got
             blob = tuple(reproduce.split(":", 1))
-        result.reproduce = reproduction(op, backend.name, result.dtype, blob)
+        result.reproduce = reproduction(op, backend.name, result.dtype, blob, order)
     return result

@@ -241,5 +241,5 @@ FAULTS = {f.name: f for f in [
     Fault(Im2colWrongStride, ("conv2d",), "wrong stride in im2col"),
     Fault(NondeterministicSum, ("sum",), "non-deterministic reduction order", "determinism"),
     Fault(ExpSlightlyOff, ("exp", "softmax"), "exp slightly off"),
-    Fault(ScatterIgnoresIndexBroadcast, ("gather",), "scatter ignores index broadcasting"),
+    Fault(ScatterIgnoresIndexBroadcast, ("take", "getitem"), "scatter ignores index broadcasting"),
 ]}

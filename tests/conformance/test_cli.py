@@ -16,10 +16,11 @@ def test_a_passing_run_exits_0_and_writes_json(tmp_path, capsys):
                  "--max-examples", "5", "--json", str(path)])
     out = capsys.readouterr().out
     assert code == 0
-    assert "matmul  numpy    float32  5" in out and "4 passed, 0 failed" in out
+    assert "matmul              numpy    float32  5" in out and "8 passed, 0 failed" in out
     report = json.loads(path.read_text())
-    assert report["summary"] == {"pass": 4, "fail": 0, "skip": 0}
-    assert {r["op"] for r in report["results"]} == {"exp", "matmul"}
+    assert report["summary"] == {"pass": 8, "fail": 0, "skip": 0}
+    assert {r["op"] for r in report["results"]} == {
+        "exp", "matmul", "exp (2nd order)", "matmul (2nd order)"}
     assert all(r["examples"] == 5 and r["worst"] <= 1 for r in report["results"])
 
 
@@ -34,6 +35,7 @@ def test_a_failure_exits_1_with_the_shrunk_example_and_a_reproduction(capsys):
     line = next(ln for ln in out.splitlines() if ln.strip().startswith("reproduce: "))
     command = shlex.split(line.split("reproduce: ", 1)[1])
     assert command[:2] == ["ndlite", "conformance"] and "--reproduce" in command
+    assert command[-4:-2] == ["--order", "1"]
     assert main(command[1:]) == 1  # the blob replays the failure at once
     replay = capsys.readouterr().out
     assert "exp  exp_slightly_off  float32  1 " in replay and "--reproduce" in replay
