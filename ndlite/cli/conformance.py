@@ -123,11 +123,11 @@ def print_table(results) -> None:
     widths = [max([len("op")] + [len(r.op) for r in results]),
               max([len("backend")] + [len(r.backend) for r in results]), 7, 8, 10]
     head = ("op", "backend", "dtype", "examples", "worst/tol")
-    print("  ".join(h.ljust(w) for h, w in zip(head, widths)) + "  result")
+    print("  ".join(h.ljust(w) for h, w in zip(head, widths, strict=False)) + "  result")
     for r in results:
         cells = (r.op, r.backend, r.dtype, str(r.examples), _worst(r))
         verdict = {"pass": "pass", "fail": "FAIL", "skip": f"skip: {r.reason}"}[r.status]
-        print("  ".join(c.ljust(w) for c, w in zip(cells, widths)) + "  " + verdict)
+        print("  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=False)) + "  " + verdict)
 
 
 def print_failures(results) -> None:
@@ -142,7 +142,8 @@ def print_failures(results) -> None:
 
 def run(args) -> int:
     from ndlite.testing.catalog import get_op, op_names
-    from ndlite.testing.runner import Result, run as run_one
+    from ndlite.testing.runner import Result
+    from ndlite.testing.runner import run as run_one
 
     settings = _settings(args)
     backends, missing = _backends(args)

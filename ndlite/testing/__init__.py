@@ -7,12 +7,12 @@ their backend right, with `ndlite conformance --backend NAME` or
 (hypothesis, pytest).
 """
 
+from . import samplers_nn  # noqa: E402,F401,I001  (registers the NN ops' samplers)
 from .compare import REFERENCE, ConformanceError, Outcome, check, compare
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from .kinks import MARGIN
 from .profiles import register_profiles
 from .samplers import SAMPLERS, Case, sampler, strategy
-from . import samplers_nn  # noqa: E402,F401,I001  (registers the NN ops' samplers)
 from .tolerance import Verdict, judge
 
 __all__ = ["REFERENCE", "Case", "ConformanceError", "GradcheckError", "MARGIN", "Outcome",

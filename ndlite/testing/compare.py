@@ -116,11 +116,11 @@ def execute(fn, case: Case, inputs: list, backend, grad: list[int], cots=None,
     if not diff:
         return Run(outputs, [np.zeros_like(inputs[i]) for i in grad]), cots
     grad_outputs = [ndlite.tensor(np.asarray(v, dtype=o.dtype), backend=backend)
-                    for o, v in zip(diff, cots)]
+                    for o, v in zip(diff, cots, strict=False)]
     found = ndlite.autograd.grad(diff, [tensors[i] for i in grad], grad_outputs=grad_outputs,
                                  allow_unused=True)
     grads = [np.zeros(inputs[i].shape, inputs[i].dtype) if g is None else _host(g)
-             for g, i in zip(found, grad)]
+             for g, i in zip(found, grad, strict=False)]
     return Run(outputs, grads), cots
 
 
@@ -159,8 +159,8 @@ def _judge_one(actual, reference, tol, dtype, scale=None, roundings=None) -> Ver
 
 
 def _bitwise(first: Run, second: Run) -> Verdict:
-    pairs = [("value", a, b) for a, b in zip(first.outputs, second.outputs)]
-    pairs += [("grad", a, b) for a, b in zip(first.grads, second.grads)]
+    pairs = [("value", a, b) for a, b in zip(first.outputs, second.outputs, strict=False)]
+    pairs += [("grad", a, b) for a, b in zip(first.grads, second.grads, strict=False)]
     for what, a, b in pairs:
         v = judge(a, b, EXACT, a.dtype)
         if not v.ok:
@@ -214,7 +214,7 @@ def compare(op, case: Case, backend, dtype, seed: int = 0, determinism: bool = T
         magnitude, _ = execute(fn, case, float64, magnitudes, grad, cots=cots64)
         counts, _ = execute(fn, case, float64, rounding_backend(), grad, cots=cots64)
 
-    for k, (a, r) in enumerate(zip(actual.outputs, reference.outputs)):
+    for k, (a, r) in enumerate(zip(actual.outputs, reference.outputs, strict=False)):
         what = "value" if len(actual.outputs) == 1 else f"value[{k}]"
         scale = roundings = None
         if tol != EXACT and r.dtype.kind == "f":

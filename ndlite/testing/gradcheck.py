@@ -30,7 +30,7 @@ def _outputs(out) -> list:
 def _loss(fn, tensors, cotangents):
     outs = _outputs(fn(tensors))
     total = None
-    for o, v in zip(outs, cotangents):
+    for o, v in zip(outs, cotangents, strict=False):
         term = (o * ndlite.tensor(v, dtype=o.dtype, backend=o.backend)).sum()
         total = term if total is None else total + term
     return total
@@ -69,7 +69,7 @@ def gradcheck(fn: Callable, inputs: Sequence[np.ndarray], grad: Sequence[int],
     else:
         found = ndlite.autograd.grad(loss, [tensors[i] for i in grad], allow_unused=True)
         analytic = [np.zeros_like(inputs[i]) if g is None else g.detach().numpy().copy()
-                    for g, i in zip(found, grad)]
+                    for g, i in zip(found, grad, strict=False)]
     for k in range(directions):
         d = {i: rng.standard_normal(inputs[i].shape) for i in grad}
         plus = [a + eps * d[i] if i in grad else a for i, a in enumerate(inputs)]
@@ -78,7 +78,7 @@ def gradcheck(fn: Callable, inputs: Sequence[np.ndarray], grad: Sequence[int],
             lp = _loss(fn, make(plus, False), cotangents).item()
             lm = _loss(fn, make(minus, False), cotangents).item()
         numeric = (lp - lm) / (2 * eps)
-        exact = float(sum(np.sum(g * d[i]) for g, i in zip(analytic, grad)))
+        exact = float(sum(np.sum(g * d[i]) for g, i in zip(analytic, grad, strict=False)))
         if not abs(numeric - exact) <= atol + rtol * abs(numeric):
             raise GradcheckError(
                 f"{name}: directional derivative {exact!r} from backward differs from the "

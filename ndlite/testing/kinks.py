@@ -55,7 +55,7 @@ def apply(rule: str | None, inputs: list, params: dict, grad: list[int]) -> list
         return [away_from_zero(a) if i in grad else a for i, a in enumerate(inputs)]
     if rule in ("distinct", "pair"):
         safe = distinct(*[inputs[i] for i in grad])
-        for i, a in zip(grad, safe):
+        for i, a in zip(grad, safe, strict=False):
             inputs[i] = a
         return inputs
     if rule == "bounds":

@@ -349,7 +349,7 @@ def _split(spec, dtype):
             arg = draw(st.integers(1, n + 1))
         else:
             cuts = sorted(draw(st.lists(st.integers(0, n), max_size=3)))
-            arg = [b - a for a, b in zip([0] + cuts, cuts + [n])]
+            arg = [b - a for a, b in zip([0] + cuts, cuts + [n], strict=False)]
         return Case([draw(arrays(dtype, shape))], {"arg": arg, "dim": dim},
                     invoke=lambda fn, ts, p: fn(ts[0], p["arg"], p["dim"]))
 

@@ -13,9 +13,9 @@ import re
 from dataclasses import dataclass
 
 import numpy as np
+from ndlite_numpy import NumpyBackend
 
 from ndlite.device import fallbacks
-from ndlite_numpy import NumpyBackend
 
 
 class Faithful(NumpyBackend):
@@ -172,7 +172,7 @@ def _im2col_wrong_stride(b, x, kernel_size, stride, padding, dilation):
     n, c, h, w = x.shape
     kh, kw = kernel_size
     out = tuple(fallbacks.conv_output_size(s, k, st, p, d) for s, k, st, p, d in
-                zip((h, w), kernel_size, stride, padding, dilation))
+                zip((h, w), kernel_size, stride, padding, dilation, strict=False))
     xp = fallbacks._padded(b, x, padding, (0, 0), 0)
     wrong = (stride[0], stride[0])  # the bug: should be `stride`
     pieces = [b.reshape(fallbacks._window_slices(b, xp, off, wrong, out), (n, c, 1) + out)

@@ -5,10 +5,10 @@ float64 cases must be skipped with the reason, and one wrong primitive must be f
 import numpy as np
 import pytest
 from hypothesis import settings
+from ndlite_numpy import NumpyBackend
 
 import ndlite
 from ndlite.testing.runner import FAIL, PASS, SKIP, run
-from ndlite_numpy import NumpyBackend
 
 FAST = settings(max_examples=15, database=None, deadline=None, derandomize=True)
 

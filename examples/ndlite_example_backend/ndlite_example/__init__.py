@@ -175,9 +175,9 @@ class ExampleBackend(Backend):
         return Array(x.data[(*key, Ellipsis)])  # Ellipsis: an all-int key stays a 0-d view
 
     def pad(self, x, widths, value):
-        shape = tuple(n + lo + hi for n, (lo, hi) in zip(x.shape, widths))
+        shape = tuple(n + lo + hi for n, (lo, hi) in zip(x.shape, widths, strict=False))
         out = np.full(shape, value, dtype=x.dtype)
-        out[tuple(slice(lo, lo + n) for n, (lo, _) in zip(x.shape, widths))] = x.data
+        out[tuple(slice(lo, lo + n) for n, (lo, _) in zip(x.shape, widths, strict=False))] = x.data
         return Array(out)
 
     def concatenate(self, xs, axis):
