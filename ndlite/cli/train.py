@@ -172,7 +172,9 @@ def run(args) -> int:
         print(f"saved the model and optimizer state to {args.save}")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"args": {k: v for k, v in vars(args).items() if k != "run"},
+            json.dump({"command": " ".join(["ndlite", *sys.argv[1:]]),
+                       "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                       "args": {k: v for k, v in vars(args).items() if k != "run"},
                        "backend": backend.name, "device": backend.device_name(),
                        "epochs": history}, f, indent=2)
     return 0
