@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -245,11 +246,12 @@ def check(op, case: Case, backend, dtype, seed: int = 0, determinism: bool = Tru
     return outcome
 
 
+@lru_cache(maxsize=None)
 def cases(op, dtype):
     """The hypothesis strategy of Cases for `op` in `dtype`: the op's sampler, with inputs
     moved off its kinks when its tolerance is not bitwise (near a kink, float32 rounding
     decides the branch and the results are ill-conditioned, not wrong). Bitwise ops keep
-    their ties: a backend must break them the reference's way."""
+    their ties: a backend must break them the reference's way. Built once per (op, dtype)."""
     from . import kinks
     from .samplers import strategy
 
