@@ -18,7 +18,7 @@ import pyopencl.tools as cl_tools
 
 from ndlite.device import Backend, DTypeError, OutOfMemoryError, ShapeError
 
-from . import devices, indexing, linalg, reduce
+from . import conv, devices, indexing, linalg, optim, pool, reduce, softmax
 from .array import (
     INT32_LIMIT,
     CLArray,
@@ -429,6 +429,56 @@ class OpenCLBackend(Backend):
 
     def put(self, dst, flat_index, values):
         indexing.put(self, dst, flat_index, values)
+
+    # ---- optional fast paths for neural networks (modules beside this one) ----------------
+
+    def conv2d(self, x, weight, stride, padding, dilation, groups):
+        return conv.conv2d(self, x, weight, stride, padding, dilation, groups)
+
+    def conv2d_grad_input(self, grad_output, weight, input_shape, stride, padding, dilation,
+                          groups):
+        return conv.conv2d_grad_input(self, grad_output, weight, tuple(input_shape), stride,
+                                      padding, dilation, groups)
+
+    def conv2d_grad_weight(self, x, grad_output, weight_shape, stride, padding, dilation,
+                           groups):
+        return conv.conv2d_grad_weight(self, x, grad_output, tuple(weight_shape), stride,
+                                       padding, dilation, groups)
+
+    def max_pool2d(self, x, kernel_size, stride, padding, dilation, ceil_mode):
+        return pool.max_pool2d(self, x, kernel_size, stride, padding, dilation, ceil_mode)
+
+    def max_pool2d_grad(self, grad_output, indices, input_shape, kernel_size, stride, padding,
+                        dilation, ceil_mode):
+        return pool.max_pool2d_grad(self, grad_output, indices, tuple(input_shape), kernel_size,
+                                    stride, padding, dilation, ceil_mode)
+
+    def avg_pool2d(self, x, kernel_size, stride, padding, ceil_mode, count_include_pad):
+        return pool.avg_pool2d(self, x, kernel_size, stride, padding, ceil_mode,
+                               count_include_pad)
+
+    def avg_pool2d_grad(self, grad_output, input_shape, kernel_size, stride, padding, ceil_mode,
+                        count_include_pad):
+        return pool.avg_pool2d_grad(self, grad_output, tuple(input_shape), kernel_size, stride,
+                                    padding, ceil_mode, count_include_pad)
+
+    def log_softmax(self, x, axis):
+        return softmax.log_softmax(self, x, axis)
+
+    def sgd_step(self, param, grad, momentum_buffer, lr, momentum, dampening, nesterov,
+                 weight_decay, first_step):
+        optim.sgd_step(self, param, grad, momentum_buffer, lr, momentum, dampening, nesterov,
+                       weight_decay, first_step)
+
+    def rmsprop_step(self, param, grad, square_avg, grad_avg, momentum_buffer, lr, alpha, eps,
+                     momentum, weight_decay):
+        optim.rmsprop_step(self, param, grad, square_avg, grad_avg, momentum_buffer, lr, alpha,
+                           eps, momentum, weight_decay)
+
+    def adam_step(self, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, lr, beta1,
+                  beta2, eps, weight_decay, decoupled_weight_decay):
+        optim.adam_step(self, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, lr,
+                        beta1, beta2, eps, weight_decay, decoupled_weight_decay)
 
 
 def _broadcast_shapes(op: str, a: tuple, b: tuple) -> tuple:
