@@ -4,13 +4,14 @@ float64 cases must be skipped with the reason, and one wrong primitive must be f
 
 import numpy as np
 import pytest
-from hypothesis import settings
+from hypothesis import Phase, settings
 from ndlite_numpy import NumpyBackend
 
 import ndlite
 from ndlite.testing.runner import FAIL, PASS, SKIP, run
 
-FAST = settings(max_examples=15, database=None, deadline=None, derandomize=True)
+FAST = settings(max_examples=15, database=None, deadline=None, derandomize=True,
+                phases=[Phase.explicit, Phase.generate])  # test_cli.py covers shrinking
 
 
 class Float32Only(NumpyBackend):
