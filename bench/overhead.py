@@ -31,21 +31,11 @@ def numpy_ops(np):
     }
 
 
-def ndlite_ops(ndlite, requires_grad):
-    a = ndlite.ones(8, requires_grad=requires_grad)
-    b = ndlite.full((8,), 2.0)
-    m = ndlite.ones(8, 8, requires_grad=requires_grad)
-    return {
-        "add": lambda: a + b, "mul": lambda: a * b, "add scalar": lambda: a + 1.0,
-        "exp": lambda: a.exp(), "relu": lambda: a.relu(), "sum": lambda: a.sum(),
-        "reshape": lambda: a.reshape(2, 4), "slice": lambda: a[1:5], "matmul 8x8": lambda: m @ m,
-    }
-
-
-def torch_ops(torch, requires_grad):
-    a = torch.ones(8, requires_grad=requires_grad)
-    b = torch.full((8,), 2.0)
-    m = torch.ones(8, 8, requires_grad=requires_grad)
+def tensor_ops(lib, requires_grad):
+    """The same ops through ndlite or torch (their tensor APIs agree on these)."""
+    a = lib.ones(8, requires_grad=requires_grad)
+    b = lib.full((8,), 2.0)
+    m = lib.ones(8, 8, requires_grad=requires_grad)
     return {
         "add": lambda: a + b, "mul": lambda: a * b, "add scalar": lambda: a + 1.0,
         "exp": lambda: a.exp(), "relu": lambda: a.relu(), "sum": lambda: a.sum(),
@@ -100,11 +90,11 @@ def main(argv=None) -> int:
         torch = None
     us = 1e6
     table = {}
-    columns = {"numpy": numpy_ops(np), "ndlite": ndlite_ops(ndlite, False),
-               "ndlite+grad": ndlite_ops(ndlite, True)}
+    columns = {"numpy": numpy_ops(np), "ndlite": tensor_ops(ndlite, False),
+               "ndlite+grad": tensor_ops(ndlite, True)}
     if torch is not None:
-        columns["torch"] = torch_ops(torch, False)
-        columns["torch+grad"] = torch_ops(torch, True)
+        columns["torch"] = tensor_ops(torch, False)
+        columns["torch+grad"] = tensor_ops(torch, True)
     for op in OPS:
         table[op] = {name: median_time(fns[op], args.number) * us for name, fns in columns.items()}
     print(f"per-op time on 8-element float32 tensors, microseconds (median), {threads} threads")
@@ -115,7 +105,7 @@ def main(argv=None) -> int:
         print(f"{op:12s}" + "".join(f"{row[c]:13.2f}" for c in columns) + ratio)
 
     linear = {}
-    print(f"\nLinear forward+backward at batch 4 (bias-free, grad of W), microseconds (median)")
+    print("\nLinear forward+backward at batch 4 (bias-free, grad of W), microseconds (median)")
     for n in (5, 50, 500):
         steps = linear_steps(ndlite, torch, np, n)
         number = max(200, args.number // (20 if n < 500 else 100))

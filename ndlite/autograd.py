@@ -330,7 +330,8 @@ def _as_grad(g, like, op):
     if not isinstance(g, Tensor):
         g = make_tensor(g, dtype=like.dtype, backend=like._backend)
     if g.shape != like.shape:
-        raise ShapeError(f"{op}: gradient has shape {g.shape} but the output has shape {like.shape}")
+        raise ShapeError(f"{op}: gradient has shape {g.shape} but the output has shape "
+                         f"{like.shape}")
     if g._backend is not like._backend:
         from .errors import DeviceMismatchError
 
@@ -364,7 +365,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,
         if g is None:
             if out.numel() != 1:
                 raise RuntimeError(
-                    f"grad: grad_outputs must be given for a non-scalar output of shape {out.shape}")
+                    "grad: grad_outputs must be given for a non-scalar output of shape "
+                    f"{out.shape}")
             g = Tensor._make(out._backend.full(out.shape, 1, out.dtype), out._backend)
         gs.append(_as_grad(g, out, "grad"))
     for t in inputs:

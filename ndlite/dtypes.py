@@ -10,7 +10,7 @@ when their kind fits, and an integer tensor meeting a Python float becomes float
 from __future__ import annotations
 
 import builtins
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 
@@ -75,7 +75,7 @@ def is_floating(dtype: np.dtype) -> bool:
     return dtype.kind == "f"
 
 
-@lru_cache(maxsize=None)
+@cache
 def promote(a: np.dtype, b: np.dtype) -> np.dtype:
     """The dtype that `a op b` computes in: category first, then width.
 

@@ -45,7 +45,8 @@ class Backend:
     #: the full name, with device suffix where there is one ("cupy:0", "opencl:1")
     name: str = "?"
     #: dtypes this device supports (float64 only where the hardware has it)
-    dtypes: frozenset = frozenset(np.dtype(t) for t in ("float32", "float64", "int32", "int64", "bool"))
+    dtypes: frozenset = frozenset(
+        np.dtype(t) for t in ("float32", "float64", "int32", "int64", "bool"))
     #: whether work is queued and runs asynchronously (to_numpy and synchronize wait)
     asynchronous: bool = False
 

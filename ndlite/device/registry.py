@@ -36,7 +36,8 @@ BUILTIN = {
 #: extras that install each built-in backend's dependencies
 INSTALL_HINT = {
     "cupy": "pip install 'ndlite[cuda12]' or 'ndlite[cuda13]' (matching your CUDA driver)",
-    "opencl": "pip install 'ndlite[pocl]' for a CPU device, or 'ndlite[opencl]' with a vendor driver",
+    "opencl": "pip install 'ndlite[pocl]' for a CPU device, or 'ndlite[opencl]' with a vendor "
+              "driver (and its ICD registered: see OCL_ICD_VENDORS in the README)",
 }
 #: the order `auto` tries
 AUTO_ORDER = ("cupy", "opencl:gpu", "numpy")
@@ -153,7 +154,8 @@ def get_backend(spec: str | Backend | None = None) -> Backend:
         raise BackendUnavailableError(name, f"its plugin failed to load ({_broken[name]})") from exc
     backend = factory(device)
     if not isinstance(backend, Backend):
-        raise TypeError(f"backend factory {name!r} returned {type(backend).__name__}, not a Backend")
+        raise TypeError(f"backend factory {name!r} returned {type(backend).__name__}, "
+                        "not a Backend")
     _instances[key] = backend
     _instances.setdefault((name, backend.name.partition(":")[2] or None), backend)
     return backend

@@ -11,9 +11,8 @@ from .. import autograd, creation
 from ..dtypes import as_dtype, bool_, promote, scalar_dtype
 from ..errors import DTypeError
 from ..tensor import Tensor
-from .dispatch import (as_scalar, binary, broadcast_shapes, check_same_backend, unary,
-                       unbroadcast)
-from .registry import EXACT, SCALED, TRANSCENDENTAL, Op, Spec, register
+from .dispatch import as_scalar, binary, broadcast_shapes, check_same_backend, unary, unbroadcast
+from .registry import EXACT, TRANSCENDENTAL, Op, Spec, register
 
 # ---- unary ------------------------------------------------------------------------------------
 

@@ -4,10 +4,10 @@ fully connected layer)."""
 
 from __future__ import annotations
 
+from .. import autograd
 from ..dtypes import promote
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
-from .. import autograd
 from .dispatch import broadcast_shapes, cast, check_same_backend, nary, unbroadcast
 from .registry import SCALED, Op, Spec, declare, register
 

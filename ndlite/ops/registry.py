@@ -13,8 +13,9 @@ all generated from that table.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 #: tolerance classes (DESIGN.md, "Tolerance policy")
 SCALED = "scaled"  # contractions and arithmetic: |y - r| <= 8 eps S, S = the op on |inputs|

@@ -1,7 +1,7 @@
 import pytest
+from ndlite_numpy import NumpyBackend
 
 import ndlite
-from ndlite_numpy import NumpyBackend
 
 
 class SecondNumpy(NumpyBackend):

@@ -57,7 +57,7 @@ def test_dtype_errors():
     with pytest.raises(DTypeError, match="sub is not supported on bool"):
         b - b
     with pytest.raises(DTypeError, match="neg is not supported on bool"):
-        -b
+        _ = -b
     with pytest.raises(DTypeError, match="mean: needs a floating tensor"):
         ndlite.tensor([1, 2]).mean()
     with pytest.raises(DTypeError, match="not supported"):

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from ndlite_numpy import NumpyBackend
 
 import ndlite
 from ndlite.errors import BackendUnavailableError, DeviceMismatchError
-from ndlite_numpy import NumpyBackend
 
 ROOT = Path(__file__).resolve().parents[2]
 
