@@ -234,6 +234,35 @@ def log_softmax(b, x, axis):
     return b.sub(shifted, b.log(b.sum(b.exp(shifted), (axis,), True)))
 
 
+def nll_loss(b, input, target, ignore_index, reduction):
+    # the same primitives, in the same order, as the composed nll_loss of ops/loss.py
+    n = input.shape[0]
+    valid = b.ne(target, ignore_index)
+    safe = b.where(valid, target, 0)
+    picked = b.reshape(b.gather(input, b.reshape(safe, (n, 1)), 1), (n,))
+    weight = b.astype(valid, input.dtype)
+    loss = b.mul(b.neg(picked), weight)
+    if reduction == "none":
+        return loss
+    total = b.sum(loss, (0,), False)
+    return total if reduction == "sum" else b.div(total, b.sum(weight, (0,), False))
+
+
+def nll_loss_grad(b, grad_output, target, classes, ignore_index, reduction):
+    n = target.shape[0]
+    valid = b.ne(target, ignore_index)
+    safe = b.where(valid, target, 0)
+    weight = b.astype(valid, grad_output.dtype)
+    if reduction == "none":
+        g = grad_output
+    elif reduction == "sum":
+        g = b.broadcast_to(grad_output, (n,))
+    else:
+        g = b.broadcast_to(b.div(grad_output, b.sum(weight, (0,), False)), (n,))
+    values = b.neg(b.mul(g, weight))
+    return b.scatter_add(b.reshape(safe, (n, 1)), b.reshape(values, (n, 1)), 1, classes)
+
+
 # ---- optimizer steps (in place) ---------------------------------------------------------------
 
 

@@ -298,6 +298,28 @@ class Backend:
 
         return fallbacks.log_softmax(self, x, axis)
 
+    def nll_loss(self, input: Buffer, target: Buffer, ignore_index: int,
+                 reduction: str) -> Buffer:
+        """The unweighted negative log-likelihood of int64 labels `target` (N,) under
+        log-probabilities `input` (N, C): loss_i = -input[i, target_i], 0 where target_i ==
+        ignore_index. reduction "none" gives the (N,) losses, "sum" their sum, "mean" the sum
+        over the count of labels not ignored (0-d results). Labels are already checked.
+        Fallback: gather at the labels (ignored ones read class 0) times 0/1, then sums."""
+        from . import fallbacks
+
+        return fallbacks.nll_loss(self, input, target, ignore_index, reduction)
+
+    def nll_loss_grad(self, grad_output: Buffer, target: Buffer, classes: int,
+                      ignore_index: int, reduction: str) -> Buffer:
+        """The gradient of nll_loss with respect to its input: (N, classes), 0 except at
+        (i, target_i) for labels not ignored, where it is -g_i (g_i = grad_output[i] for
+        "none", the 0-d grad_output for "sum", it divided by the count for "mean").
+        Fallback: scatter_add of those values at the labels."""
+        from . import fallbacks
+
+        return fallbacks.nll_loss_grad(self, grad_output, target, classes, ignore_index,
+                                       reduction)
+
     # Optimizer steps update `param` and their state buffers in place (same shape and dtype as
     # param; a state buffer that is None is not used). Hyperparameters are Python floats. They
     # follow PyTorch's documented update rules (fallbacks.py spells each one out).
