@@ -9,11 +9,13 @@ dispatched: a GPU would otherwise read out of bounds.
 
 from __future__ import annotations
 
+from .. import autograd
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 from .activation import log_softmax
+from .dispatch import check_same_backend
 from .elementwise import clamp, exp, log, maximum, where
-from .registry import TRANSCENDENTAL, Spec, declare
+from .registry import TRANSCENDENTAL, Op, Spec, declare
 
 REDUCTIONS = ("mean", "sum", "none")
 
@@ -67,12 +69,18 @@ def _check_labels(input: Tensor, target: Tensor, ignore_index: int, op: str) -> 
         raise ShapeError(f"{op}: {what}input of shape {input.shape} needs a target of shape "
                          f"{expected}, got {target.shape}")
     classes = input.shape[1] if input.ndim >= 2 else input.shape[0]
-    labels = target._backend.to_numpy(target._data)
-    bad = (labels != ignore_index) & ((labels < 0) | (labels >= classes))
-    if bad.any():
-        raise IndexError(f"{op}: target {int(labels[bad].flat[0])} is out of bounds for "
-                         f"{classes} classes (input shape {input.shape}, ignore_index "
-                         f"{ignore_index})")
+
+    def check(labels):
+        bad = (labels != ignore_index) & ((labels < 0) | (labels >= classes))
+        if bad.any():
+            raise IndexError(f"{op}: target {int(labels[bad].flat[0])} is out of bounds for "
+                             f"{classes} classes (input shape {input.shape}, ignore_index "
+                             f"{ignore_index})")
+
+    from .. import cuda  # imports no CuPy
+
+    if not cuda.defer_host_check(target, check):  # a CUDA graph checks before each replay
+        check(target._backend.to_numpy(target._data))
 
 
 def _check_weight(weight, classes: int, input: Tensor, op: str) -> None:
@@ -84,9 +92,50 @@ def _check_weight(weight, classes: int, input: Tensor, op: str) -> None:
                          f"shape {input.shape}), got {weight.shape}")
 
 
+class NllLoss(Op):
+    """Unweighted nll_loss of (N, C) log-probabilities: one backend call (protocol.py
+    nll_loss). It is linear in its input, and NllLossGrad is its adjoint, so each one is the
+    other's gradient (gradients of any order). Not registered: nll_loss's spec tests it."""
+
+    name = "nll_loss"
+
+    @staticmethod
+    def forward(b, input, *, target, ignore_index, reduction, classes):
+        return b.nll_loss(input, target._data, ignore_index, reduction)
+
+    @staticmethod
+    def backward(node, grad):
+        return _nll_apply(NllLossGrad, grad, node.params)
+
+
+class NllLossGrad(Op):
+    name = "nll_loss_grad"
+
+    @staticmethod
+    def forward(b, grad_output, *, target, ignore_index, reduction, classes):
+        return b.nll_loss_grad(grad_output, target._data, classes, ignore_index, reduction)
+
+    @staticmethod
+    def backward(node, grad):
+        return _nll_apply(NllLoss, grad, node.params)
+
+
+def _nll_apply(op, x: Tensor, params: dict) -> Tensor:
+    b = x._backend
+    out = Tensor._make(op.forward(b, x._data, **params), b)
+    if autograd.grad_enabled and x._rg:
+        autograd.record(op, (x,), out, params)
+    return out
+
+
 def _nll(input: Tensor, target: Tensor, weight, ignore_index: int, reduction: str) -> Tensor:
     from .indexing import gather
 
+    if weight is None and input.ndim == 2:  # the common case: one fused backend call
+        check_same_backend("nll_loss", input, target)
+        params = {"target": target.long(), "ignore_index": ignore_index,
+                  "reduction": reduction, "classes": input.shape[1]}
+        return _nll_apply(NllLoss, input, params)
     batched = input.ndim >= 2
     if not batched:  # one sample: (C,) with a 0-d target
         input, target = input.unsqueeze(0), target.reshape(1)
