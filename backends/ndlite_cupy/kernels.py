@@ -1,7 +1,9 @@
 """The CUDA kernels of the CuPy backend, built from the sources in kernels/*.cu.
 
-Each kernel is a CuPy ElementwiseKernel whose body calls a device function from a .cu file
-beside this one. CuPy compiles a kernel with NVRTC at its first call for a given device, dtype
+Most kernels are CuPy ElementwiseKernels whose body calls a device function from a .cu file
+beside this one; the neural-network fast paths (conv.cu, pool.cu, loss.cu, optim.cu) are
+template kernels taking plain pointers, compiled as one RawModule per file (`RawKernels`).
+CuPy compiles a kernel with NVRTC at its first call for a given device, dtype
 and number of dims, and caches the binary (in memory and under ~/.cupy/kernel_cache): kernels
 are built lazily, once. A kernel that fails to compile raises ndlite's KernelBuildError with
 NVRTC's log. No kernel is built with fast math (NVRTC's default: IEEE division and sqrt).
@@ -125,6 +127,72 @@ class Kernels:
         self.put_last = elementwise(
             "raw int64 keys, raw T values, int64 n", "raw T dst",
             "ndl_put_last(keys, values, dst, i, n)", "ndlite_put_last", indexing)
+
+
+#: C++ names of the element types and index types the raw kernels are instantiated for
+CXX_TYPES = {"float32": "float", "float64": "double", "int32": "int", "int64": "long long"}
+
+
+class RawKernels:
+    """The template kernels of kernels/<name>.cu, instantiated for float and double (and, with
+    `indexed`, for int and long long indices), compiled together by NVRTC at first use (CuPy
+    caches the binary per device and on disk). `get("ndl_im2col", "float32", "int32")` is the
+    launchable kernel; a compile error raises KernelBuildError with NVRTC's log."""
+
+    def __init__(self, name: str, kernels: tuple, indexed: tuple = ()):
+        self.name = name
+        expressions = []
+        for kernel in kernels:
+            for t in ("float", "double"):
+                if kernel in indexed:
+                    expressions += [f"{kernel}<{t}, int>", f"{kernel}<{t}, long long>"]
+                else:
+                    expressions.append(f"{kernel}<{t}>")
+        self.module = cupy.RawModule(code=source(name), name_expressions=tuple(expressions))
+        self._functions: dict = {}
+
+    def get(self, kernel: str, *types: str):
+        key = (kernel, *types)
+        function = self._functions.get(key)
+        if function is None:
+            expression = f"{kernel}<{', '.join(CXX_TYPES[t] for t in types)}>"
+            try:
+                function = self.module.get_function(expression)
+                function.compile()  # now, so that a build error surfaces here with its log
+            except CompileException as exc:
+                raise KernelBuildError(f"cupy: CUDA kernel {expression!r} in kernels/"
+                                       f"{self.name}.cu failed to compile", log=str(exc)) from None
+            self._functions[key] = function
+        return function
+
+
+@cache
+def raw(name: str) -> RawKernels:
+    """The RawKernels of kernels/<name>.cu (see RAW_KERNELS)."""
+    kernels, indexed = RAW_KERNELS[name]
+    return RawKernels(name, kernels, indexed)
+
+
+#: file -> (its kernels, those of them that take an index type as well as an element type)
+RAW_KERNELS = {
+    "conv": (("ndl_im2col", "ndl_col2im", "ndl_swap01"),
+             ("ndl_im2col", "ndl_col2im", "ndl_swap01")),
+    "pool": (("ndl_max_pool", "ndl_max_pool_grad", "ndl_avg_pool", "ndl_avg_pool_grad"),
+             ("ndl_max_pool", "ndl_max_pool_grad", "ndl_avg_pool", "ndl_avg_pool_grad")),
+    "loss": (("ndl_log_softmax", "ndl_nll_loss", "ndl_nll_count", "ndl_nll_loss_grad"),
+             ("ndl_log_softmax", "ndl_nll_loss_grad")),
+    "optim": (("ndl_sgd_step", "ndl_rmsprop_step", "ndl_adam_step"), ()),
+}
+
+#: threads per block of the raw kernels, and the most blocks a grid-stride launch uses
+THREADS = 256
+MAX_BLOCKS = 8192
+
+
+def launch(function, count: int, args: tuple) -> None:
+    """Launch a grid-stride kernel over `count` elements on the current stream."""
+    blocks = min(max(1, -(-count // THREADS)), MAX_BLOCKS)
+    function((blocks,), (THREADS,), args)
 
 
 @cache

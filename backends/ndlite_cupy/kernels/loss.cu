@@ -1,0 +1,116 @@
+// log_softmax and the negative log-likelihood for the CuPy backend (nn.py).
+//
+// log_softmax: one thread per row of L values (rows are (outer, inner) pairs around the
+// axis, `inner` consecutive rows interleaved), computing the reference's formula
+// (x - max) - log(sum(exp(x - max))) in three passes over its row.
+//
+// nll_loss: one block of NDL_NLL_THREADS threads reduces every label's loss, then the count
+// of labels that are not ignore_index, with a fixed tree in shared memory: deterministic.
+// Its gradient is one thread per (row, class) element. Labels are checked on the host first.
+
+#define NDL_NLL_THREADS 256
+
+template <typename T, typename I>
+__host__ __device__ inline void ndl_log_softmax_row(const T* x, T* out, I r, I L, I inner) {
+  const I base = (r / inner) * L * inner + r % inner;
+  T m = x[base];
+  for (I k = 1; k < L; ++k) {
+    const T v = x[base + k * inner];
+    if (v > m || v != v) m = v;  // NaN propagates, as in NumPy's max
+  }
+  T s = T(0);
+  for (I k = 0; k < L; ++k) s += exp(x[base + k * inner] - m);
+  const T log_sum = log(s);
+  for (I k = 0; k < L; ++k) out[base + k * inner] = (x[base + k * inner] - m) - log_sum;
+}
+
+template <typename T, typename I>
+__global__ void ndl_log_softmax(const T* x, T* out, I rows, I L, I inner) {
+  for (I r = static_cast<I>(blockIdx.x) * blockDim.x + threadIdx.x; r < rows;
+       r += static_cast<I>(gridDim.x) * blockDim.x) {
+    ndl_log_softmax_row<T, I>(x, out, r, L, inner);
+  }
+}
+
+// The reference (fallbacks.nll_loss): loss_i = -input[i, safe_i] * valid_i with safe_i the
+// label or 0 when ignored, valid_i 1 or 0. reduction: 0 none (out is (N,)), 1 sum, 2 mean
+// (sum / count). Launch with one block of NDL_NLL_THREADS threads.
+template <typename T>
+__global__ void ndl_nll_loss(const T* input, const long long* target, T* out, long long N,
+                             long long C, long long ignore_index, int reduction) {
+  __shared__ T loss_sums[NDL_NLL_THREADS];
+  __shared__ T counts[NDL_NLL_THREADS];
+  T loss_sum = T(0), count = T(0);
+  for (long long i = threadIdx.x; i < N; i += blockDim.x) {
+    const long long t = target[i];
+    const T valid = t != ignore_index ? T(1) : T(0);
+    const long long safe = t != ignore_index ? t : 0;
+    const T loss = -input[i * C + safe] * valid;
+    if (reduction == 0) out[i] = loss;
+    loss_sum += loss;
+    count += valid;
+  }
+  if (reduction == 0) return;
+  loss_sums[threadIdx.x] = loss_sum;
+  counts[threadIdx.x] = count;
+  __syncthreads();
+  for (int half = blockDim.x / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) {
+      loss_sums[threadIdx.x] += loss_sums[threadIdx.x + half];
+      counts[threadIdx.x] += counts[threadIdx.x + half];
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) out[0] = reduction == 1 ? loss_sums[0] : loss_sums[0] / counts[0];
+}
+
+// The count of labels that are not ignore_index, as T, into count[0] (for the gradient of a
+// mean). One block of NDL_NLL_THREADS threads.
+template <typename T>
+__global__ void ndl_nll_count(const long long* target, T* count, long long N,
+                              long long ignore_index) {
+  __shared__ T counts[NDL_NLL_THREADS];
+  T c = T(0);
+  for (long long i = threadIdx.x; i < N; i += blockDim.x) {
+    c += target[i] != ignore_index ? T(1) : T(0);
+  }
+  counts[threadIdx.x] = c;
+  __syncthreads();
+  for (int half = blockDim.x / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) counts[threadIdx.x] += counts[threadIdx.x + half];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) count[0] = counts[0];
+}
+
+// grad_input[i, c] = 0 + (-(g_i * valid_i)) at c == safe_i, else 0: what the reference's
+// chain (div, broadcast, mul, neg, scatter_add into zeros) gives, NaN and signed zeros too.
+// g_i = grad_output[i] (none), grad_output[0] (sum) or grad_output[0] / count[0] (mean).
+template <typename T, typename I>
+__host__ __device__ inline void ndl_nll_loss_grad_at(const T* grad_output, const long long* target,
+                                                     const T* count, T* grad_input, I e, I C,
+                                                     long long ignore_index, int reduction) {
+  const I i = e / C;
+  const I c = e % C;
+  const long long t = target[i];
+  const long long safe = t != ignore_index ? t : 0;
+  if (c != safe) {
+    grad_input[e] = T(0);
+    return;
+  }
+  const T valid = t != ignore_index ? T(1) : T(0);
+  const T g = reduction == 0 ? grad_output[i]
+                             : (reduction == 1 ? grad_output[0] : grad_output[0] / count[0]);
+  grad_input[e] = T(0) + -(g * valid);
+}
+
+template <typename T, typename I>
+__global__ void ndl_nll_loss_grad(const T* grad_output, const long long* target, const T* count,
+                                  T* grad_input, I total, I C, long long ignore_index,
+                                  int reduction) {
+  for (I e = static_cast<I>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
+       e += static_cast<I>(gridDim.x) * blockDim.x) {
+    ndl_nll_loss_grad_at<T, I>(grad_output, target, count, grad_input, e, C, ignore_index,
+                               reduction);
+  }
+}

@@ -1,0 +1,76 @@
+"""Fused optimizer steps of the CuPy backend (protocol.py's sgd_step, rmsprop_step,
+adam_step): one kernel per parameter (kernels/optim.cu), updating the parameter and its state
+in place, bit for bit as the reference does (fallbacks.py).
+
+Hyperparameters are computed here on the host, as doubles, exactly as the reference computes
+them. Eagerly they are kernel arguments. While a CUDA graph is being recorded (graph.py) they
+go to a slot of the capture's hyperparameter table instead, which the kernel reads from
+device memory: before each replay the table is refilled (a learning-rate schedule, Adam's
+step count), so a replayed step uses the values an eager step would. In the table's
+"scalars only" pass (graph.py runs the optimizer's Python code before a replay) nothing is
+launched: the values are only written.
+
+Buffers that are not contiguous (the kernels index them flat) take the reference fallback.
+"""
+
+from __future__ import annotations
+
+import math
+
+import cupy
+import numpy as np
+
+from ndlite.device import fallbacks
+
+from .kernels import launch, raw
+from .nn import FLOATS
+
+
+def _fused(b, kernel: str, param, grad, state: tuple, hyper: tuple, extra: tuple = ()) -> bool:
+    """Run `kernel` over param; False when the buffers are not ones it can take."""
+    if param.dtype not in FLOATS or not param.flags.c_contiguous or any(
+            s is not None and not s.flags.c_contiguous for s in state):
+        return False
+    table = None
+    capture = b._capture
+    if capture is not None:
+        table = capture.hyperparameters(hyper)
+        if table is None:  # the scalars-only pass before a replay: the graph launches it
+            return True
+    grad = cupy.ascontiguousarray(grad, dtype=param.dtype)
+    function = raw("optim").get(kernel, FLOATS[param.dtype])
+    launch(function, param.size, (param, grad, *state, table, *(np.float64(h) for h in hyper),
+                                  *extra, np.int64(param.size)))
+    return True
+
+
+def sgd_step(b, param, grad, momentum_buffer, lr, momentum, dampening, nesterov, weight_decay,
+             first_step):
+    buf = momentum_buffer if momentum else None
+    hyper = (lr, weight_decay, momentum, 1 - dampening, float(nesterov), float(first_step))
+    if not _fused(b, "ndl_sgd_step", param, grad, (buf,), hyper):
+        fallbacks.sgd_step(b, param, grad, momentum_buffer, lr, momentum, dampening, nesterov,
+                           weight_decay, first_step)
+
+
+def rmsprop_step(b, param, grad, square_avg, grad_avg, momentum_buffer, lr, alpha, eps,
+                 momentum, weight_decay):
+    hyper = (lr, alpha, 1 - alpha, eps, momentum, weight_decay)
+    if not _fused(b, "ndl_rmsprop_step", param, grad, (square_avg, grad_avg, momentum_buffer),
+                  hyper):
+        fallbacks.rmsprop_step(b, param, grad, square_avg, grad_avg, momentum_buffer, lr, alpha,
+                               eps, momentum, weight_decay)
+
+
+def adam_step(b, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, lr, beta1, beta2, eps,
+              weight_decay, decoupled_weight_decay):
+    decoupled = bool(weight_decay and decoupled_weight_decay)
+    bias_correction1 = 1 - beta1 ** step
+    bias_correction2 = 1 - beta2 ** step
+    hyper = (1 - lr * weight_decay, 0.0 if decoupled_weight_decay else weight_decay, beta1,
+             1 - beta1, beta2, 1 - beta2, math.sqrt(bias_correction2), lr / bias_correction1,
+             eps)
+    if not _fused(b, "ndl_adam_step", param, grad, (exp_avg, exp_avg_sq, max_exp_avg_sq), hyper,
+                  (np.bool_(decoupled),)):
+        fallbacks.adam_step(b, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, lr, beta1,
+                            beta2, eps, weight_decay, decoupled_weight_decay)
