@@ -139,3 +139,12 @@ int = int32  # noqa: A001 - torch.int
 
 from . import data, nn, optim  # noqa: E402  (they build on everything above)
 from .serialization import load, save  # noqa: E402
+
+
+def __getattr__(name: str):
+    # ndlite.cuda (CUDA graphs) on first use; it imports no CuPy either way
+    if name == "cuda":
+        import importlib
+
+        return importlib.import_module(".cuda", __name__)
+    raise AttributeError(f"module 'ndlite' has no attribute {name!r}")

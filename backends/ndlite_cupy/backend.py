@@ -132,6 +132,8 @@ class CupyBackend(XpBackend):
 
     kind = "cupy"
     asynchronous = True
+    #: the hyperparameter table of a CUDA graph being recorded or prepared (graph.py)
+    _capture = None
 
     def __init__(self, device: str | None = None, *, switch_device: bool | None = None):
         cupy = _import_cupy()
@@ -150,6 +152,9 @@ class CupyBackend(XpBackend):
             setattr(self, name, getattr(k, name))
         self.matmul = cupy.matmul
         self._indexing = indexing
+        from . import nn, optim
+
+        self._nn, self._optim = nn, optim
         if switch_device is None:
             switch_device = index != cupy.cuda.runtime.getDevice()
         self.switch_device = switch_device
@@ -251,3 +256,68 @@ class CupyBackend(XpBackend):
 
     def put(self, dst, flat_index, values):
         self._indexing.put(dst, flat_index, values)
+
+    # ---- neural-network fast paths (nn.py, optim.py) ------------------------------------------
+
+    def conv2d(self, x, weight, stride, padding, dilation, groups):
+        return self._nn.conv2d(self, x, weight, stride, padding, dilation, groups)
+
+    def conv2d_grad_input(self, grad_output, weight, input_shape, stride, padding, dilation,
+                          groups):
+        return self._nn.conv2d_grad_input(self, grad_output, weight, input_shape, stride,
+                                          padding, dilation, groups)
+
+    def conv2d_grad_weight(self, x, grad_output, weight_shape, stride, padding, dilation,
+                           groups):
+        return self._nn.conv2d_grad_weight(self, x, grad_output, weight_shape, stride, padding,
+                                           dilation, groups)
+
+    def max_pool2d(self, x, kernel_size, stride, padding, dilation, ceil_mode):
+        return self._nn.max_pool2d(self, x, kernel_size, stride, padding, dilation, ceil_mode)
+
+    def max_pool2d_grad(self, grad_output, indices, input_shape, kernel_size, stride, padding,
+                        dilation, ceil_mode):
+        return self._nn.max_pool2d_grad(self, grad_output, indices, input_shape, kernel_size,
+                                        stride, padding, dilation, ceil_mode)
+
+    def avg_pool2d(self, x, kernel_size, stride, padding, ceil_mode, count_include_pad):
+        return self._nn.avg_pool2d(self, x, kernel_size, stride, padding, ceil_mode,
+                                   count_include_pad)
+
+    def avg_pool2d_grad(self, grad_output, input_shape, kernel_size, stride, padding, ceil_mode,
+                        count_include_pad):
+        return self._nn.avg_pool2d_grad(self, grad_output, input_shape, kernel_size, stride,
+                                        padding, ceil_mode, count_include_pad)
+
+    def log_softmax(self, x, axis):
+        return self._nn.log_softmax(self, x, axis)
+
+    def nll_loss(self, input, target, ignore_index, reduction):
+        return self._nn.nll_loss(self, input, target, ignore_index, reduction)
+
+    def nll_loss_grad(self, grad_output, target, classes, ignore_index, reduction):
+        return self._nn.nll_loss_grad(self, grad_output, target, classes, ignore_index,
+                                      reduction)
+
+    def sgd_step(self, param, grad, momentum_buffer, lr, momentum, dampening, nesterov,
+                 weight_decay, first_step):
+        self._optim.sgd_step(self, param, grad, momentum_buffer, lr, momentum, dampening,
+                             nesterov, weight_decay, first_step)
+
+    def rmsprop_step(self, param, grad, square_avg, grad_avg, momentum_buffer, lr, alpha, eps,
+                     momentum, weight_decay):
+        self._optim.rmsprop_step(self, param, grad, square_avg, grad_avg, momentum_buffer, lr,
+                                 alpha, eps, momentum, weight_decay)
+
+    def adam_step(self, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, lr, beta1,
+                  beta2, eps, weight_decay, decoupled_weight_decay):
+        self._optim.adam_step(self, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, lr,
+                              beta1, beta2, eps, weight_decay, decoupled_weight_decay)
+
+    # ---- CUDA graphs (graph.py; the public entry point is ndlite.cuda.capture) -----------------
+
+    def capture(self, step, inputs, optimizers=(), warmup: int = 1):
+        from .graph import CapturedStep
+
+        with self._device:
+            return CapturedStep(self, step, inputs, optimizers, warmup)

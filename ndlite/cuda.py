@@ -1,0 +1,129 @@
+"""CUDA graphs: record a whole training step once on the CuPy backend, replay it each iteration.
+
+An eager step of a small model spends most of its time launching kernels from Python; a
+replayed graph launches them all with one call. Capture is opt-in:
+
+    step = ndlite.cuda.capture(train_step, x, y, optimizers=[opt])
+    for x, y in batches:            # NumPy arrays, or tensors on any backend
+        loss = step(x, y)           # copies x, y into the graph's inputs, replays, returns loss
+
+`train_step(x, y)` runs a whole step (zero_grad, forward, loss, backward, opt.step()) and
+returns what it wants to read afterwards. The rules a captured step lives by (the backend's
+graph.py says how each is enforced):
+- inputs keep their shapes and dtypes (capture another step for a short last batch);
+- nothing inside reads device values on the host (.item(), printing): return the tensors;
+- nll_loss / cross_entropy labels must be inputs: they are checked on the host before each
+  replay, since the graph cannot;
+- optimizers are passed in `optimizers`, in the order the step calls them: before each replay
+  their Python side runs (step counts, the current learning rate) without launching anything;
+- the outputs and the parameters' `.grad` are the same tensors after every call.
+`Trainer` does this for `ndlite train mnist --graph`. Importing this module imports no CuPy.
+"""
+
+from __future__ import annotations
+
+import time
+
+#: the capture in progress (the CuPy backend's graph.CapturedStep), while a step is recorded
+_active = None
+
+
+def capture(step, *inputs, optimizers=(), warmup: int = 1, backend=None):
+    """`step(*inputs)` recorded as a CUDA graph (after `warmup` eager calls, which are real
+    steps on `inputs`); returns a callable that takes new inputs of the same shapes and dtypes,
+    replays the step and returns its outputs. The recording itself computes nothing: the first
+    call performs the recorded step (its optimizer state already counts that step).
+
+    Runs on `backend`, else that of the first input on a CuPy backend, else that of the
+    optimizers' parameters, else the current backend; it must be a `cupy` one."""
+    from .device.registry import current_backend, get_backend
+    from .errors import BackendUnavailableError
+    from .tensor import Tensor
+
+    candidates = [x._backend for x in inputs if isinstance(x, Tensor)]
+    candidates += [p._backend for opt in optimizers for g in opt.param_groups
+                   for p in g["params"]]
+    backend = get_backend(backend) if backend is not None else next(
+        (c for c in candidates if c.kind == "cupy"), None) or current_backend()
+    if backend.kind != "cupy":
+        raise BackendUnavailableError(
+            "cuda", f"graph capture needs the cupy backend, and this step runs on "
+                    f"{backend.name}", "select it with NDLITE_BACKEND=cupy or "
+                                       "ndlite.set_backend('cupy')")
+    if warmup < 0:
+        raise ValueError(f"capture: warmup must be >= 0, got {warmup}")
+    return backend.capture(step, inputs, optimizers=optimizers, warmup=warmup)
+
+
+def capturing() -> bool:
+    """Whether a step is being recorded right now."""
+    return _active is not None
+
+
+def defer_host_check(tensor, check) -> bool:
+    """For code that checks a tensor's values on the host (nll_loss's labels): outside a
+    capture, False (check now); inside one, `check` is run on the host values of the input
+    that `tensor` is, now and before every replay, and the answer is True."""
+    capture_in_progress = _active
+    if capture_in_progress is None:
+        return False
+    capture_in_progress.defer_check(tensor, check)
+    return True
+
+
+class Trainer:
+    """Training steps of `model` with `optimizer` and `loss_fn(output, target)`, replayed from
+    a CUDA graph: the first batch is a warm-up step (eager) that records the graph, later
+    batches of the same shapes replay it, other shapes (a short last batch) run eagerly.
+
+    >>> trainer = Trainer(model, optimizer, ndlite.nn.functional.nll_loss)  # doctest: +SKIP
+    >>> stats = trainer.train_epoch(loader)                                  # doctest: +SKIP
+    """
+
+    def __init__(self, model, optimizer, loss_fn):
+        self.model, self.optimizer, self.loss_fn = model, optimizer, loss_fn
+        self.graph = None
+        self.key = None
+
+    def _step(self, x, y):
+        self.optimizer.zero_grad()
+        loss = self.loss_fn(self.model(x), y)
+        loss.backward()
+        self.optimizer.step()
+        return loss
+
+    def step(self, x, y):
+        """One training step on (x, y) (tensors on any backend, or NumPy arrays); returns
+        the loss tensor (the graph's own output tensor when replayed)."""
+        key = (tuple(x.shape), str(x.dtype), tuple(y.shape), str(y.dtype))
+        if self.graph is None:
+            self.graph = capture(self._step, x, y, optimizers=[self.optimizer], warmup=1,
+                                 backend=next(iter(self.model.parameters()))._backend)
+            self.key = key
+            return self.graph.warmup_outputs  # the warm-up step's loss
+        if key == self.key:
+            return self.graph(x, y)
+        backend = self.graph.backend
+        return self._step(_on(x, backend), _on(y, backend))
+
+    def train_epoch(self, loader, progress=None) -> dict:
+        """One pass over `loader`, as `ndlite.cli.train.train_epoch` (same statistics)."""
+        self.model.train()
+        total, images, start = 0.0, 0, time.perf_counter()
+        for x, y in (progress if progress is not None else loader):
+            value = self.step(x, y).item()
+            total += value * len(y)
+            images += len(y)
+            if progress is not None:
+                progress.set_postfix(loss=f"{value:.4f}", refresh=False)
+        seconds = time.perf_counter() - start
+        return {"loss": total / max(images, 1), "images": images, "seconds": seconds}
+
+
+def _on(x, backend):
+    from .creation import tensor
+    from .tensor import Tensor
+
+    if isinstance(x, Tensor):
+        return x.to(backend)
+    return tensor(x, backend=backend)
