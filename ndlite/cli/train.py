@@ -43,6 +43,9 @@ def add_parser(sub) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--save", default=None, metavar="PATH",
                    help="write the model and optimizer state to PATH (.npz) after training")
+    p.add_argument("--graph", action="store_true",
+                   help="cupy only: record one training step as a CUDA graph and replay it "
+                        "for every full batch (ndlite.cuda.Trainer)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", default=None, metavar="PATH",
                    help="also write the per-epoch results to PATH as JSON")
@@ -121,6 +124,8 @@ def run(args) -> int:
         backend = ndlite.get_backend(args.backend)
     except (BackendUnavailableError, ValueError, KeyError) as exc:
         return _fail(str(exc).splitlines()[0])
+    if args.graph and backend.kind != "cupy":
+        return _fail(f"--graph needs the cupy backend, not {backend.name}")
     try:
         if args.subset:
             train_set, test_set = MNIST.bundled(True), MNIST.bundled(False)
@@ -138,8 +143,9 @@ def run(args) -> int:
     ndlite.manual_seed(args.seed)
     model = ndlite.nn.models.mnist_cnn().to(backend)
     optimizer = make_optimizer(args.optimizer, model.parameters(), lr, args.weight_decay)
+    # with --graph, batches stay on the host: the graph copies them in and checks labels there
     train_loader = DataLoader(train_set, args.batch_size, shuffle=True, seed=args.seed,
-                              backend=backend)
+                              backend="numpy" if args.graph else backend)
     test_loader = DataLoader(test_set, 1000, backend=backend)
     source = "the bundled subset" if args.subset else train_set.root
     print(f"training the seed CNN on {len(train_set)} MNIST digits from {source}, testing on "
@@ -150,11 +156,18 @@ def run(args) -> int:
         schedule = ndlite.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=args.epochs)
     elif args.lr_schedule == "step":
         schedule = ndlite.optim.lr_scheduler.StepLR(optimizer, max(args.epochs // 3, 1))
+    trainer = None
+    if args.graph:
+        from ..cuda import Trainer
+        from ..nn import functional as F
+
+        trainer = Trainer(model, optimizer, F.nll_loss)
     history = []
     for epoch in range(1, args.epochs + 1):
         bar = tqdm(train_loader, desc=f"epoch {epoch}/{args.epochs}", unit="batch",
                    leave=False, disable=args.no_progress, file=sys.stderr)
-        stats = train_epoch(model, train_loader, optimizer, bar)
+        stats = trainer.train_epoch(train_loader, bar) if trainer else \
+            train_epoch(model, train_loader, optimizer, bar)
         bar.close()
         accuracy = evaluate(model, test_loader)
         stats.update(epoch=epoch, test_accuracy=accuracy,
