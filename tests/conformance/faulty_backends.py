@@ -109,6 +109,23 @@ class IntScalarDropped(Faithful):
         self.div = lambda a, b: a.copy() if type(b) is int else divide(a, b)
 
 
+# ---- loss fast paths ----------------------------------------------------------------------------
+
+
+class NllMeanAsSum(Faithful):
+    """The nll_loss fast path reducing "mean" by the sum (the division by the count of labels
+    not ignored was forgotten), in the loss and in its gradient: nll_loss and cross_entropy
+    (which ends in it) come out N times too large."""
+
+    def nll_loss(self, input, target, ignore_index, reduction):
+        reduction = "sum" if reduction == "mean" else reduction  # the bug
+        return super().nll_loss(input, target, ignore_index, reduction)
+
+    def nll_loss_grad(self, grad_output, target, classes, ignore_index, reduction):
+        reduction = "sum" if reduction == "mean" else reduction  # the bug
+        return super().nll_loss_grad(grad_output, target, classes, ignore_index, reduction)
+
+
 # ---- gather / scatter -------------------------------------------------------------------------
 
 
@@ -235,8 +252,8 @@ FAULTS = {f.name: f for f in [
     Fault(Col2imPaddingOffByOne, ("conv2d",), "col2im off by one in the padding"),
     Fault(WeightGradTransposed, ("conv2d",), "conv weight gradient transposed"),
     Fault(MaxPoolTieToLast, ("max_pool2d",), "max-pool gradient sent to the wrong element"),
-    Fault(IntScalarDropped, ("mse_loss", "l1_loss", "mean"),
-          "losses reduce by sum instead of mean"),
+    Fault(NllMeanAsSum, ("nll_loss", "cross_entropy"), "a loss reducing by sum, not mean"),
+    Fault(IntScalarDropped, ("mse_loss", "l1_loss", "mean"), "every mean becomes a sum"),
     Fault(Float16Sum, ("sum", "mean"), "float16 accumulation in a reduction"),
     Fault(Im2colWrongStride, ("conv2d",), "wrong stride in im2col"),
     Fault(NondeterministicSum, ("sum",), "non-deterministic reduction order", "determinism"),
