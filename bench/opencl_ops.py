@@ -3,9 +3,9 @@ raw CuPy on the same GPU (where CuPy is there), both as backend primitives.
 
 - overhead: wall-clock per call of add on two 8-element float32 buffers, many calls queued,
   then one wait (what a training loop of small ops pays);
-- bandwidth: add (3 x 4 bytes per element), sum (4 bytes per element) and a device-to-device
-  copy (2 x 4 bytes per element, the reference ceiling) on 2^26 float32, GB/s over the median
-  of several runs.
+- bandwidth: add (3 x 4 bytes per element), relu (2 x 4), sum of everything and row sums of
+  1024 contiguous elements (4 bytes per element) and a device-to-device copy (2 x 4 bytes per
+  element, the reference ceiling) on 2^26 float32, GB/s over the median of several runs.
 
     python bench/opencl_ops.py --backend opencl:gpu --json out.json
 """
@@ -60,8 +60,12 @@ def measure_opencl(spec: str) -> dict:
         "device": b.device_name(),
         "add_tiny_us": 1e6 * _per_call(lambda: b.add(tiny_a, tiny_b), b.synchronize, 2000),
         "add_GBps": 12 * N_BIG / _median_seconds(lambda: b.add(x, y), b.synchronize) / 1e9,
+        "relu_GBps": 8 * N_BIG / _median_seconds(lambda: b.relu(x), b.synchronize) / 1e9,
         "sum_GBps": 4 * N_BIG / _median_seconds(lambda: b.sum(x, (0,), False),
                                                 b.synchronize) / 1e9,
+        "row_sum_GBps": 4 * N_BIG / _median_seconds(
+            lambda: b.sum(b.reshape(x, (N_BIG // 1024, 1024)), (1,), False),
+            b.synchronize) / 1e9,
         "copy_GBps": 8 * N_BIG / _median_seconds(copy, b.synchronize) / 1e9,
     }
 
@@ -79,7 +83,10 @@ def measure_cupy() -> dict | None:
     return {
         "add_tiny_us": 1e6 * _per_call(lambda: cp.add(tiny_a, tiny_b), sync, 2000),
         "add_GBps": 12 * N_BIG / _median_seconds(lambda: cp.add(x, y), sync) / 1e9,
+        "relu_GBps": 8 * N_BIG / _median_seconds(lambda: cp.maximum(x, 0), sync) / 1e9,
         "sum_GBps": 4 * N_BIG / _median_seconds(lambda: x.sum(), sync) / 1e9,
+        "row_sum_GBps": 4 * N_BIG / _median_seconds(
+            lambda: x.reshape(N_BIG // 1024, 1024).sum(axis=1), sync) / 1e9,
         "copy_GBps": 8 * N_BIG / _median_seconds(lambda: out.__setitem__(Ellipsis, x),
                                                  sync) / 1e9,
     }
@@ -94,12 +101,13 @@ def main(argv=None) -> int:
     o, c = report["opencl"], report["cupy"]
     print(f"ops on {o['device']} ({args.backend}):")
     print(f"  {'':12s} {'ndlite OpenCL':>14s} {'raw CuPy':>10s}")
-    for key, unit in (("add_tiny_us", "us/call"), ("add_GBps", "GB/s"), ("sum_GBps", "GB/s"),
-                      ("copy_GBps", "GB/s")):
+    for key, unit in (("add_tiny_us", "us/call"), ("add_GBps", "GB/s"), ("relu_GBps", "GB/s"),
+                      ("sum_GBps", "GB/s"), ("row_sum_GBps", "GB/s"), ("copy_GBps", "GB/s")):
         cupy = f"{c[key]:10.1f}" if c else f"{'-':>10s}"
         print(f"  {key:12s} {o[key]:14.1f} {cupy}  {unit}")
-    print(f"  add / copy bandwidth: {o['add_GBps'] / o['copy_GBps']:.2f}, "
-          f"sum / copy: {o['sum_GBps'] / o['copy_GBps']:.2f}")
+    print("  of copy bandwidth: " + ", ".join(
+        f"{k[:-5]} {o[k] / o['copy_GBps']:.2f}" for k in ("add_GBps", "relu_GBps", "sum_GBps",
+                                                         "row_sum_GBps")))
     if c:
         print(f"  tiny-op overhead OpenCL / CuPy: {o['add_tiny_us'] / c['add_tiny_us']:.2f}x")
     if args.json:

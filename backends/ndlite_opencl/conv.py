@@ -100,24 +100,34 @@ def _layout(m, nc, k, geometry, source_group, channel, a_group, a_row) -> list:
 def _run(b, mode, out_shape, a, source, n_table, k_table, layout, geometry, unit_stride):
     m, nc, k, groups = layout[0], layout[1], layout[2], layout[4]
     dtype = source.dtype
-    tm = 32 if m <= 32 else 64
-    tiles = -(-m // tm) * -(-nc // 64) * groups
+    tm, tn, tk = tile(b, mode, m, nc, k)
+    tiles = -(-m // tm) * -(-nc // tn) * groups
     splits = _splits(b, tiles, k)
-    chunk = -(-k // (splits * TK)) * TK
+    chunk = -(-k // (splits * tk)) * tk
     splits = -(-k // chunk)
     size = prod(out_shape)
     layout[3], layout[9] = chunk, size
     out = b._new((splits * size,), dtype, "conv2d")
     defines = (("IDX", "int"), ("LAYOUT_LEN", len(layout)), ("T", ctype(dtype)),
-               ("MODE", mode), ("TM", tm), ("TN", 64), ("TK", TK),
+               ("MODE", mode), ("TM", tm), ("TN", tn), ("TK", tk),
                ("UNIT_STRIDE", int(unit_stride)))
     kernel = b.kernels.get("conv.cl", "conv_gemm", defines)
-    grid = (-(-nc // 64) * 16, -(-m // tm) * (tm // 4), groups * splits)
-    b.enqueue(kernel, grid, (16, tm // 4, 1),
+    grid = (-(-nc // tn) * (tn // 4), -(-m // tm) * (tm // 4), groups * splits)
+    b.enqueue(kernel, grid, (tn // 4, tm // 4, 1),
               (out.data, a.data, source.data, n_table, k_table, b.layout(layout, np.int32)))
     if splits > 1:
         out = b.sum(out.view((splits, size), (size, 1), 0), (0,), False)
     return out.view(out_shape, c_strides(out_shape), 0)
+
+
+def tile(b, mode: int, m: int, nc: int, k: int) -> tuple:
+    """(TM, TN, TK) of the product's tiles. GPUs: rows of C in 32s when there are few of them
+    (a grad_input's channels per group, a small layer's outputs), else in 64s. CPUs run a
+    work-group's items in turn: 32 x 32 tiles (64 items) were fastest on PoCL for every
+    call of the seed CNN (bench/opencl_conv.py)."""
+    if not b.is_gpu:
+        return 32, 32, TK
+    return (32 if m <= 32 else 64), 64, TK
 
 
 def _splits(b, tiles: int, k: int) -> int:

@@ -3,8 +3,9 @@
 The input is read in place through its strides: the kept dims and the reduced dims are each
 collapsed, giving M outputs of K elements. Many outputs (or short rows) take one work-item per
 output; few long rows take a work-group per row, split into P chunks when there are too few
-rows to fill the device, the P partials then reduced by a second launch. The plan depends only
-on the shapes and the device, so results are bitwise the same run to run.
+rows to fill the device, the P partials then reduced by a second launch. On GPUs, many rows that
+are contiguous in memory take a warp-sized group each, so each row is read coalesced. The plan
+depends only on the shapes and the device, so results are bitwise the same run to run.
 """
 
 from __future__ import annotations
@@ -64,8 +65,17 @@ def reduce(b, x: CLArray, axes: tuple, keepdims: bool, op: str) -> CLArray:
 def _pass(b, x, x_index, offset, M, K, kept_shape, kept_strides, red_shape, red_strides, op,
           acc_dtype):
     """One launch (two with partials): returns contiguous (values, int64 indices or None)."""
+    contiguous_rows = len(red_shape) == 1 and red_strides[0] == 1
     group = b.group
     serial = K <= 64 or M >= b.compute_units * 256 or group < 32
+    if serial and b.is_gpu and contiguous_rows and K > _PER_ITEM and group >= 32:
+        # many contiguous rows: one item per row would read addresses K apart side by side;
+        # a warp-sized group per row reads each row coalesced
+        serial, group = False, 32
+    if not serial and not b.is_gpu:
+        # a CPU runs a work-group's items in turn: items of one group striding through a row
+        # would each touch every cache line; one item per chunk streams through it instead
+        group = 1
     P = 1
     if not serial:
         P = max(1, min(-(-K // (group * _PER_ITEM)), -(-4 * b.compute_units // M)))
@@ -79,7 +89,8 @@ def _pass(b, x, x_index, offset, M, K, kept_shape, kept_strides, red_shape, red_
                ("FLOAT_ACC", int(acc_dtype.kind == "f")), ("REDUCE", _CODES[op]),
                ("NOUT", len(kept_shape)), ("NRED", len(red_shape)),
                ("WG", 1 if serial else group), ("INDEXED", int(x_index is not None)),
-               ("IDENTITY", _identity(op, acc_dtype)))
+               ("IDENTITY", _identity(op, acc_dtype)),
+               ("CONTIG", int(contiguous_rows and not serial)))
     layout = b.layout((M, K, offset, chunk, P, *kept_shape, *kept_strides, *red_shape,
                        *red_strides), idx_np)
     args = (values.data, None if indices is None else indices.data, x.data,

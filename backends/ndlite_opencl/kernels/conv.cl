@@ -23,8 +23,9 @@
 // The tile: TM x TN of C per work-group of (TN / 4) x (TM / 4) work-items, each holding a
 // 4 x 4 block in registers at rows tm + i * TM/4 and columns tn + j * TN/4 (neighbouring
 // work-items read neighbouring words of local memory and write neighbouring outputs).
-// #defines: T, MODE (1, 2, 3 as above), TM (32 or 64), TN (64), TK (16), UNIT_STRIDE (GRAD_INPUT
-// with stride (1, 1): no division).
+// #defines: T, MODE (1, 2, 3 as above), TM, TN, TK (conv.tile() picks them; the loads divide
+// evenly among the work-items when TM * TN / 16 is a multiple of TN and of TK and divides
+// TM * TK and TK * TN), UNIT_STRIDE (GRAD_INPUT with stride (1, 1): no division).
 // Layout: M, NC, K, chunk, G, H, W, source group stride, C's channel stride, C's size (the
 // stride between split copies), OH, OW, sh, sw, A's group stride, A's row stride.
 

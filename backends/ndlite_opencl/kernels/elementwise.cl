@@ -9,7 +9,7 @@
 // ---- the ops (NumPy semantics) ---------------------------------------------------------------
 
 #if F0
-#define ISNAN0(x) isnan(x)
+#define ISNAN0(x) ((x) != (x))  // isnan() is a library call PoCL does not vectorize
 #else
 #define ISNAN0(x) 0
 #endif

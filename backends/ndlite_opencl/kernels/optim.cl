@@ -17,7 +17,7 @@
 #define AMSGRAD 64
 
 // NumPy's maximum: NaN propagates
-inline T maximum_(const T a, const T b) { return (a > b || isnan(a)) ? a : b; }
+inline T maximum_(const T a, const T b) { return (a > b || a != a) ? a : b; }
 
 __kernel void sgd_step(__global T* param, __global const T* grad, __global T* buf,
                        const int n, const int flags, const T lr, const T momentum,

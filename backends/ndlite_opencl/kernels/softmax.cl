@@ -16,7 +16,7 @@ inline void sum_add(sum_t* a, const T x)
 }
 
 // NaN propagates through the max as through the fallback's max reduction
-inline T max_(const T a, const T b) { return (a > b || isnan(a)) ? a : b; }
+inline T max_(const T a, const T b) { return (a > b || a != a) ? a : b; }
 
 __kernel void log_softmax_rows(__global T* out, __global const T* x, const layout_t L)
 {
