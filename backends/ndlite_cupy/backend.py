@@ -13,6 +13,10 @@ does differently from the contract:
 - transfers and fills keep -0.0 (CuPy's `fill` memsets any zero), reductions over no axes,
   `to_numpy` (a copy), `assign` between overlapping buffers.
 
+The neural-network fast paths (convolution, pooling, log_softmax, nll_loss, optimizer steps)
+are CUDA kernels in nn.py and optim.py; `capture` records a whole training step as a CUDA
+graph (graph.py; the public entry point is ndlite.cuda.capture).
+
 Memory comes from CuPy's pool with ndlite's out-of-memory rule (memory.py). float32 matmul
 never uses TF32 (see `_pin_fp32_matmul`). Work is queued on the device's current stream;
 `to_numpy` and `synchronize` wait for it.
