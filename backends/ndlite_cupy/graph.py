@@ -96,7 +96,7 @@ class CapturedStep:
         cupy = backend.xp
         self.backend = backend
         self.optimizers = list(optimizers)
-        self._hosts = [_host_array(backend, x) for x in inputs]
+        self._hosts = [_host_array(x) for x in inputs]
         self.inputs = [Tensor._make(backend.from_numpy(h), backend) for h in self._hosts]
         self.checks: list = []  # (input index, check of its host values)
         self.stream = cupy.cuda.Stream(non_blocking=True)
@@ -176,12 +176,12 @@ class CapturedStep:
                                  f"({x.dtype}), but the step was captured for {static.shape} "
                                  f"({static.dtype}); capture another step for other shapes")
         for i, check in self.checks:
-            check(_host_array(self.backend, inputs[i]))
+            check(_host_array(inputs[i]))
         for x, static in zip(inputs, self.inputs, strict=True):
             if isinstance(x, Tensor) and x._backend is self.backend:
                 self.backend.xp.copyto(static._data, x._data)
             else:
-                static._data.set(_host_array(None, x))
+                static._data.set(_host_array(x))
         if not self._fresh:
             self._scalars_pass()
         self._fresh = False
@@ -208,7 +208,7 @@ class CapturedStep:
                                f"parameters, {table.slots} when the step was captured")
 
 
-def _host_array(backend, x) -> np.ndarray:
+def _host_array(x) -> np.ndarray:
     """The host values of an input: a NumPy array, or a Tensor (copied off its device)."""
     if isinstance(x, Tensor):
         x = x._backend.to_numpy(x._data)
