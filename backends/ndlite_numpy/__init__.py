@@ -1,8 +1,9 @@
 """The NumPy backend: ndlite on the CPU, and the reference every other backend is checked against.
 
 Everything comes from the shared xp base; this file only makes NumPy's ufuncs return arrays
-for 0-d inputs, swaps in NumPy's faster reduction entry points, and plugs in the fast paths
-of nn.py (im2col convolution, reshape max pooling).
+for 0-d inputs, swaps in NumPy's faster reduction entry points, selects `where` by bit masks
+on large operands (np.where branches per element), and plugs in the fast paths of nn.py
+(im2col convolution, strided-view max pooling).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import numpy as np
 from ndlite.device import BackendUnavailableError, XpBackend
 
 from . import nn
+
 
 def _array_ufunc(ufunc, arity: int):
     """`ufunc` made to return an array for 0-d inputs (NumPy would return a scalar there).
@@ -39,6 +41,41 @@ def _array(r, _ndarray=np.ndarray, _asarray=np.asarray):
 
 
 _add_reduce, _max_reduce, _min_reduce = np.add.reduce, np.maximum.reduce, np.minimum.reduce
+
+_SAME_WIDTH_INT = {np.dtype(np.float32): np.int32, np.dtype(np.float64): np.int64,
+                   np.dtype(np.int32): np.int32, np.dtype(np.int64): np.int64}
+
+
+def _select_bits(cond, a, b):
+    """where(cond, a, b) by selecting bits through a 0 / -1 integer mask: branch-free, so 10x
+    faster than np.where on the unpredictable masks of relu and pooling backward, and exact
+    (bit for bit, -0.0 and NaN included). None when it does not apply (small or broadcast
+    operands, other dtypes): np.where then."""
+    if cond.__class__ is not np.ndarray or cond.dtype != np.bool_ or cond.size < 4096:
+        return None
+    arrays = [v for v in (a, b) if v.__class__ is np.ndarray]
+    if not arrays:
+        return None
+    dtype = arrays[0].dtype
+    itype = _SAME_WIDTH_INT.get(dtype)
+    if itype is None:
+        return None
+    bits = []
+    for v in (a, b):
+        if v.__class__ is np.ndarray:
+            if v.dtype != dtype or v.shape != cond.shape:
+                return None
+            bits.append(v.view(itype))
+        elif isinstance(v, float if dtype.kind == "f" else int) and not isinstance(v, bool):
+            bits.append(np.asarray(v, dtype).view(itype))
+        else:
+            return None
+    mask = cond.view(np.int8).astype(itype)
+    np.negative(mask, out=mask)  # true -> all ones, false -> 0
+    out = np.bitwise_and(bits[0], mask)
+    if bits[1].ndim or bits[1] != 0:  # else the false branch adds only zero bits
+        np.bitwise_or(out, np.bitwise_and(bits[1], np.invert(mask, out=mask)), out=out)
+    return out.view(dtype)
 
 
 class NumpyBackend(XpBackend):
@@ -67,6 +104,10 @@ class NumpyBackend(XpBackend):
     def to_numpy(self, x):
         # shares memory, like torch's Tensor.numpy() on the CPU
         return x
+
+    def where(self, cond, a, b):
+        out = _select_bits(cond, a, b)
+        return super().where(cond, a, b) if out is None else out
 
     # NumPy's ufunc.reduce entry points skip np.sum's Python-level dispatch (2x faster on
     # small arrays); a full reduction's scalar goes back into a 0-d array.

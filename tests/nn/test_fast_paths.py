@@ -138,3 +138,26 @@ def test_log_softmax(impl, axis):
     shifted = x - x.max(axis, keepdims=True)
     np.testing.assert_allclose(out, shifted - np.log(np.exp(shifted).sum(axis, keepdims=True)),
                                rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64])
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+def test_numpy_where_fast_path_is_bitwise_np_where(dtype, layout):
+    """The NumPy backend selects large operands by bit masks (branch-free); it must agree
+    with np.where bit for bit, -0.0, infinities and NaN included, for scalar branches too."""
+    rng = np.random.default_rng(0)
+    cond = rng.random((80, 70)) > 0.5
+    a = (rng.standard_normal((80, 70)) * 10).astype(dtype)
+    b = (rng.standard_normal((80, 70)) * 10).astype(dtype)
+    floating = np.dtype(dtype).kind == "f"
+    if floating:
+        a[0, :5] = [np.nan, -0.0, np.inf, -np.inf, 0.0]
+        cond[0, :5] = True
+    if layout == "transposed":
+        cond, a, b = cond.T, a.T, b.T
+    zero, other = (0.0, -2.5) if floating else (0, -2)
+    for x, y in [(a, b), (a, zero), (a, other), (other, b), (zero, b)]:
+        got = np.ascontiguousarray(B.where(cond, x, y))
+        expected = np.ascontiguousarray(np.where(cond, x, y).astype(dtype))
+        assert got.dtype == np.dtype(dtype)
+        assert np.array_equal(got.view(np.uint8), expected.view(np.uint8))
