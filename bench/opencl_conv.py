@@ -140,6 +140,7 @@ def main(argv=None) -> int:
                 if not fits(b, tm, tn, tk):
                     continue
                 conv.tile = lambda *_, t=(tm, tn, tk): t
+                b.__dict__.pop("_conv_plans", None)  # plans made with the chosen tiles
                 try:
                     key = f"{tm}x{tn}x{tk}"
                     got = b.to_numpy(fn())  # a tiling that computes something else is no tiling
@@ -148,6 +149,7 @@ def main(argv=None) -> int:
                         row["sweep"][key] = kernel_seconds(b, fn, args.repeats)
                 finally:
                     conv.tile = chosen_tile
+                    b.__dict__.pop("_conv_plans", None)
         rows.append(row)
     cudnn = cudnn_seconds(args.repeats, args.batch)
     print(f"conv2d calls of the seed CNN at batch {args.batch} on {b.device_name()} ({b.name}), "

@@ -105,6 +105,18 @@ def profile_steps(batches, spec: str) -> dict:
         return event
 
     backend.enqueue = recording
+    blocked = [0.0]  # seconds the host spent waiting in blocking transfers
+
+    def timed(fn):
+        def wrapper(*args, **kwargs):
+            started = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                blocked[0] += time.perf_counter() - started
+        return wrapper
+
+    backend.to_numpy, backend.from_numpy = timed(backend.to_numpy), timed(backend.from_numpy)
     seconds = ndlite_steps(batches, backend, state)
     backend.synchronize()
     per_kernel = collections.defaultdict(float)
@@ -114,8 +126,25 @@ def profile_steps(batches, spec: str) -> dict:
     gpu = sum(per_kernel.values())
     return {"steps": steps, "launches_per_step": len(events) / steps,
             "wall_ms_per_step": 1e3 * seconds / steps, "kernel_ms_per_step": 1e3 * gpu / steps,
+            "blocked_ms_per_step": 1e3 * blocked[0] / steps,
             "kernel_ms_per_step_by_kernel": {k: 1e3 * v / steps for k, v in
                                              sorted(per_kernel.items(), key=lambda kv: -kv[1])}}
+
+
+def host_profile(batches, backend, state, top: int = 30) -> str:
+    """Where the host's time goes in a step: cProfile's functions by their own time."""
+    import cProfile
+    import io
+    import pstats
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    ndlite_steps(batches, backend, state)
+    profiler.disable()
+    text = io.StringIO()
+    pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(top)
+    print(text.getvalue())
+    return text.getvalue()
 
 
 def main(argv=None) -> int:
@@ -126,6 +155,8 @@ def main(argv=None) -> int:
     p.add_argument("--limit", type=int, default=None, help="first N training digits only")
     p.add_argument("--profile-steps", type=int, default=50)
     p.add_argument("--no-torch", action="store_true")
+    p.add_argument("--host-profile", type=int, default=0, metavar="STEPS",
+                   help="also print cProfile's top functions over STEPS steps")
     p.add_argument("--json", default="")
     args = p.parse_args(argv)
 
@@ -174,8 +205,12 @@ def main(argv=None) -> int:
         top = ", ".join(f"{k} {v:.3f}" for k, v in
                         list(prof["kernel_ms_per_step_by_kernel"].items())[:6])
         print(f"per step ({prof['steps']} steps, profiling queue): wall "
-              f"{prof['wall_ms_per_step']:.2f} ms, kernels {prof['kernel_ms_per_step']:.2f} ms "
+              f"{prof['wall_ms_per_step']:.2f} ms, of which waiting in transfers "
+              f"{prof['blocked_ms_per_step']:.2f} ms; kernels {prof['kernel_ms_per_step']:.2f} ms "
               f"in {prof['launches_per_step']:.0f} launches ({top} ms)")
+    if args.host_profile:
+        report["host_profile"] = host_profile(batches[:args.host_profile], backend,
+                                              runs["ndlite opencl"][1])
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=1, default=str)

@@ -40,6 +40,8 @@ _ARITHMETIC = {"add": "ADD", "sub": "SUB", "mul": "MUL", "div": "DIV", "pow": "P
 _COMPARISON = {"eq": "EQ", "ne": "NE", "lt": "LT", "le": "LE", "gt": "GT", "ge": "GE"}
 #: scalar exponents NumPy's power gets exactly right that OpenCL's pow need not
 _POW_SHORTCUTS = {2: "SQUARE", 1: "COPY", -1: "RECIPROCAL"}
+#: elements per work-item of large contiguous elementwise ops on GPUs, and what is large
+_PER_ITEM, _MANY = 4, 2**20
 _MEMORY_ERRORS = ("MEM_OBJECT_ALLOCATION_FAILURE", "OUT_OF_RESOURCES", "OUT_OF_HOST_MEMORY",
                   "INVALID_BUFFER_SIZE")
 
@@ -302,7 +304,9 @@ class OpenCLBackend(Backend):
         scalars = tuple(not isinstance(v, CLArray) for v in views)
         dtypes = tuple(v.dtype if isinstance(v, CLArray) else in_dtype or out_dtype
                        for v in views)
-        key = (op, dtypes, scalars, out_dtype, ndim, idx)
+        # a GPU streams large contiguous operands faster with several elements per item
+        per_item = _PER_ITEM if self.is_gpu and ndim == 0 and n >= _MANY else 1
+        key = (op, dtypes, scalars, out_dtype, ndim, idx, per_item)
         kernel = self._map_kernels.get(key)
         if kernel is None:
             kernel = self._map_kernels[key] = self._map_kernel(key, len(operands))
@@ -312,14 +316,15 @@ class OpenCLBackend(Backend):
             layout += dims
             for s in collapsed:
                 layout += s
-        grid = (-(-n // self.group) * self.group,)
+        items = -(-n // per_item)
+        grid = (-(-items // self.group) * self.group,)
         return kernel, self.layout(layout, idx_np), shape, n, grid
 
     def _map_kernel(self, key: tuple, nin: int):
-        op, dtypes, scalars, out_dtype, ndim, idx = key
+        op, dtypes, scalars, out_dtype, ndim, idx, per_item = key
         args = ", ".join(f"a{i}" for i in range(nin))
         defines = [("IDX", idx), ("LAYOUT_LEN", 2 + nin + ndim * (nin + 2)), ("NIN", nin),
-                   ("NDIM", ndim), ("TOUT", ctype(out_dtype)),
+                   ("NDIM", ndim), ("PER_ITEM", per_item), ("TOUT", ctype(out_dtype)),
                    ("OUT_BOOL", int(out_dtype.kind == "b")), ("EXPR", f"OP_{op}({args})"),
                    ("F0", int(dtypes[0].kind == "f"))]
         for i, (dtype, scalar) in enumerate(zip(dtypes, scalars, strict=True)):

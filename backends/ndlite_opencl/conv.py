@@ -22,69 +22,38 @@ FORWARD, GRAD_INPUT, GRAD_WEIGHT = 1, 2, 3
 TK = 16
 #: a split-K chunk holds at least this many k (shorter ones cost more in partials than they gain)
 MIN_CHUNK = 64
-_TABLES_KEPT = 64
+_KEPT = 64
 
 
 def conv2d(b, x, weight, stride, padding, dilation, groups):
-    n, c, h, w = x.shape
-    o, cg, kh, kw = weight.shape
-    oh, ow = (fallbacks.conv_output_size(s, k, st, p, d) for s, k, st, p, d in
-              zip((h, w), (kh, kw), stride, padding, dilation, strict=True))
-    geometry = (n, c, h, w, o, cg, kh, kw, oh, ow, groups, *stride, *padding, *dilation)
-    if not _fits(geometry):
+    key = (FORWARD, x.shape, weight.shape, None, stride, padding, dilation, groups, x.dtype)
+    plan = _plan(b, key)
+    if plan is None:
         return fallbacks.conv2d(b, x, weight, stride, padding, dilation, groups)
-    pixels = _pixel_table(b, geometry)
-    taps = _tap_table(b, geometry)
-    og = o // groups
-    out_shape = (n, o, oh, ow)
-    layout = _layout(og, n * oh * ow, cg * kh * kw, geometry, source_group=cg * h * w,
-                     channel=oh * ow, a_group=og * cg * kh * kw, a_row=cg * kh * kw)
-    return _run(b, FORWARD, out_shape, _dense(b, weight), _dense(b, x), pixels, taps, layout,
-                geometry, False)
+    return _run(b, plan, _dense(b, weight), _dense(b, x))
 
 
 def conv2d_grad_input(b, grad_output, weight, input_shape, stride, padding, dilation, groups):
-    n, c, h, w = input_shape
-    o, cg, kh, kw = weight.shape
-    oh, ow = grad_output.shape[2], grad_output.shape[3]
-    geometry = (n, c, h, w, o, cg, kh, kw, oh, ow, groups, *stride, *padding, *dilation)
-    if not _fits(geometry):
+    key = (GRAD_INPUT, input_shape, weight.shape, grad_output.shape[2:], stride, padding,
+           dilation, groups, grad_output.dtype)
+    plan = _plan(b, key)
+    if plan is None:
         return fallbacks.conv2d_grad_input(b, grad_output, weight, input_shape, stride,
                                            padding, dilation, groups)
-    og = o // groups
-    # A[g, c, (o, i, j)] = weight[g * og + o, c, i, j]: the weight is small, a copy is cheap
-    wt = b.copy(b.permute(b.reshape(_dense(b, weight), (groups, og, cg, kh * kw)),
-                          (0, 2, 1, 3)))
-    layout = _layout(cg, n * h * w, og * kh * kw, geometry, source_group=og * oh * ow,
-                     channel=h * w, a_group=cg * og * kh * kw, a_row=og * kh * kw)
-    unit = stride == (1, 1)
-    return _run(b, GRAD_INPUT, tuple(input_shape), wt, _dense(b, grad_output),
-                _input_pixel_table(b, geometry), _output_tap_table(b, geometry), layout,
-                geometry, unit)
+    return _run(b, plan, _dense(b, weight), _dense(b, grad_output))
 
 
 def conv2d_grad_weight(b, x, grad_output, weight_shape, stride, padding, dilation, groups):
-    n, c, h, w = x.shape
-    o, cg, kh, kw = weight_shape
-    oh, ow = grad_output.shape[2], grad_output.shape[3]
-    geometry = (n, c, h, w, o, cg, kh, kw, oh, ow, groups, *stride, *padding, *dilation)
-    if not _fits(geometry):
+    key = (GRAD_WEIGHT, x.shape, weight_shape, grad_output.shape[2:], stride, padding,
+           dilation, groups, x.dtype)
+    plan = _plan(b, key)
+    if plan is None:
         return fallbacks.conv2d_grad_weight(b, x, grad_output, weight_shape, stride, padding,
                                             dilation, groups)
-    og = o // groups
-    layout = _layout(og, cg * kh * kw, n * oh * ow, geometry, source_group=cg * h * w,
-                     channel=cg * kh * kw, a_group=og * oh * ow, a_row=oh * ow)
-    return _run(b, GRAD_WEIGHT, tuple(weight_shape), _dense(b, grad_output), _dense(b, x),
-                _tap_table(b, geometry), _pixel_table(b, geometry), layout, geometry, False)
+    return _run(b, plan, _dense(b, grad_output), _dense(b, x))
 
 
 # ---- launching ----------------------------------------------------------------------------------
-
-
-def _fits(geometry) -> bool:
-    """Whether every offset the kernel and its tables form fits in 31 bits."""
-    n, c, h, w, o, cg, kh, kw, oh, ow = geometry[:10]
-    return max(n * c * h * w, n * o * oh * ow, o * cg * kh * kw) * 64 < 2**31
 
 
 def _dense(b, x: CLArray) -> CLArray:
@@ -92,42 +61,80 @@ def _dense(b, x: CLArray) -> CLArray:
     return x if x.contiguous and x.offset == 0 else b.copy(x)
 
 
-def _layout(m, nc, k, geometry, source_group, channel, a_group, a_row) -> list:
-    n, c, h, w, o, cg, kh, kw, oh, ow, groups, sh, sw = geometry[:13]
-    return [m, nc, k, 0, groups, h, w, source_group, channel, 0, oh, ow, sh, sw, a_group, a_row]
-
-
-def _run(b, mode, out_shape, a, source, n_table, k_table, layout, geometry, unit_stride):
-    m, nc, k, groups = layout[0], layout[1], layout[2], layout[4]
-    dtype = source.dtype
-    tm, tn, tk = tile(b, mode, m, nc, k)
-    tiles = -(-m // tm) * -(-nc // tn) * groups
-    splits = _splits(b, tiles, k)
-    chunk = -(-k // (splits * tk)) * tk
-    splits = -(-k // chunk)
-    size = prod(out_shape)
-    layout[3], layout[9] = chunk, size
-    out = b._new((splits * size,), dtype, "conv2d")
-    defines = (("IDX", "int"), ("LAYOUT_LEN", len(layout)), ("T", ctype(dtype)),
-               ("MODE", mode), ("TM", tm), ("TN", tn), ("TK", tk),
-               ("UNIT_STRIDE", int(unit_stride)))
-    kernel = b.kernels.get("conv.cl", "conv_gemm", defines)
-    grid = (-(-nc // tn) * (tn // 4), -(-m // tm) * (tm // 4), groups * splits)
-    b.enqueue(kernel, grid, (tn // 4, tm // 4, 1),
-              (out.data, a.data, source.data, n_table, k_table, b.layout(layout, np.int32)))
-    if splits > 1:
+def _run(b, plan, a: CLArray, source: CLArray) -> CLArray:
+    kernel, grid, local, args, splits, size, out_shape = plan
+    out = b._new((splits * size,), source.dtype, "conv2d")
+    b.enqueue(kernel, grid, local, (out.data, a.data, source.data, *args))
+    if splits > 1:  # the chunks' partial products, added in a fixed order
         out = b.sum(out.view((splits, size), (size, 1), 0), (0,), False)
     return out.view(out_shape, c_strides(out_shape), 0)
 
 
+def _plan(b, key):
+    """The launch of one call (kernel, grid, tables, layout, split count), kept per call
+    signature: a training loop repeats a handful of them, each then costs a dict lookup."""
+    plans = b.__dict__.setdefault("_conv_plans", {})
+    plan = plans.get(key, False)
+    if plan is False:
+        if len(plans) >= _KEPT:
+            plans.clear()
+        plan = plans[key] = _make_plan(b, *key)
+    return plan
+
+
+def _make_plan(b, mode, shape, w_shape, out_hw, stride, padding, dilation, groups, dtype):
+    n, c, h, w = shape
+    o, cg, kh, kw = w_shape
+    if out_hw is None:
+        out_hw = tuple(fallbacks.conv_output_size(s, k, st, p, d) for s, k, st, p, d in
+                       zip((h, w), (kh, kw), stride, padding, dilation, strict=True))
+    oh, ow = out_hw
+    geometry = (n, c, h, w, o, cg, kh, kw, oh, ow, groups, *stride, *padding, *dilation)
+    # every offset the kernel and its tables form must fit in 31 bits
+    if max(n * c * h * w, n * o * oh * ow, o * cg * kh * kw) * 64 >= 2**31:
+        return None
+    og, taps, pixels = o // groups, cg * kh * kw, n * oh * ow
+    if mode == FORWARD:
+        out_shape = (n, o, oh, ow)
+        m, nc, k, source_group, channel, a_group, a_row = (
+            og, pixels, taps, cg * h * w, oh * ow, og * taps, taps)
+        tables = (_pixel_table(b, geometry), _tap_table(b, geometry))
+    elif mode == GRAD_INPUT:
+        out_shape = tuple(shape)
+        # A[c, (o, i, j)] = weight[g * og + o, c, i, j]: the output-tap table holds its offset
+        m, nc, k, source_group, channel, a_group, a_row = (
+            cg, n * h * w, og * kh * kw, og * oh * ow, h * w, og * taps, kh * kw)
+        tables = (_input_pixel_table(b, geometry), _output_tap_table(b, geometry))
+    else:
+        out_shape = tuple(w_shape)
+        m, nc, k, source_group, channel, a_group, a_row = (
+            og, taps, pixels, cg * h * w, taps, og * oh * ow, oh * ow)
+        tables = (_tap_table(b, geometry), _pixel_table(b, geometry))
+    tm, tn, tk = tile(b, mode, m, nc, k)
+    splits = _splits(b, -(-m // tm) * -(-nc // tn) * groups, k)
+    chunk = -(-k // (splits * tk)) * tk
+    splits = -(-k // chunk)
+    size = prod(out_shape)
+    layout = (m, nc, k, chunk, groups, h, w, source_group, channel, size, oh, ow, *stride,
+              a_group, a_row)
+    defines = (("IDX", "int"), ("LAYOUT_LEN", len(layout)), ("T", ctype(dtype)),
+               ("MODE", mode), ("TM", tm), ("TN", tn), ("TK", tk),
+               ("UNIT_STRIDE", int(mode == GRAD_INPUT and tuple(stride) == (1, 1))))
+    kernel = b.kernels.get("conv.cl", "conv_gemm", defines)
+    grid = (-(-nc // tn) * (tn // 4), -(-m // tm) * (tm // 4), groups * splits)
+    args = (*tables, b.layout(layout, np.int32))
+    return kernel, grid, (tn // 4, tm // 4, 1), args, splits, size, out_shape
+
+
 def tile(b, mode: int, m: int, nc: int, k: int) -> tuple:
-    """(TM, TN, TK) of the product's tiles. GPUs: rows of C in 32s when there are few of them
-    (a grad_input's channels per group, a small layer's outputs), else in 64s. CPUs run a
-    work-group's items in turn: 32 x 32 tiles (64 items) were fastest on PoCL for every
-    call of the seed CNN (bench/opencl_conv.py)."""
+    """(TM, TN, TK) of the product's tiles, from a sweep over the seed CNN's calls
+    (bench/opencl_conv.py). GPUs: rows of C in 32s when there are few of them (a small
+    layer's outputs, a grad_input's channels per group), else in 64s; the gradients' wide
+    products in columns of 128 (an H200: conv2's grad_input 0.28 -> 0.19 ms). CPUs run a
+    work-group's items in turn: 32 x 32 tiles (64 items) were fastest on PoCL for every call."""
     if not b.is_gpu:
         return 32, 32, TK
-    return (32 if m <= 32 else 64), 64, TK
+    return (32 if m <= 32 else 64), (128 if mode != FORWARD and nc >= 512 else 64), TK
 
 
 def _splits(b, tiles: int, k: int) -> int:
@@ -146,7 +153,7 @@ def _cached(b, key, build):
     tables = b.__dict__.setdefault("_conv_tables", {})
     table = tables.get(key)
     if table is None:
-        if len(tables) >= _TABLES_KEPT:
+        if len(tables) >= _KEPT:
             tables.clear()
         host = np.ascontiguousarray(build(), dtype=np.int32)
         table = tables[key] = b.from_numpy(host.reshape(-1)).data
@@ -192,13 +199,13 @@ def _input_pixel_table(b, geometry):
 
 
 def _output_tap_table(b, geometry):
-    """Per (o, i, j) of a group: (o * OH * OW, i * dh, j * dw, 0)."""
+    """Per (o, i, j) of a group: (o * OH * OW, i * dh, j * dw, offset of weight[o, 0, i, j]
+    from the group's first weight)."""
     n, c, h, w, o, cg, kh, kw, oh, ow, groups, sh, sw, ph, pw, dh, dw = geometry
     og = o // groups
 
     def build():
-        oc, i, j = np.meshgrid(np.arange(og), np.arange(kh) * dh, np.arange(kw) * dw,
-                               indexing="ij")
-        return np.stack([oc * oh * ow, i, j, np.zeros_like(i)], -1)
+        oc, i, j = np.meshgrid(np.arange(og), np.arange(kh), np.arange(kw), indexing="ij")
+        return np.stack([oc * oh * ow, i * dh, j * dw, oc * cg * kh * kw + i * kw + j], -1)
 
-    return _cached(b, ("output_tap", og, oh, ow, kh, kw, dh, dw), build)
+    return _cached(b, ("output_tap", og, cg, oh, ow, kh, kw, dh, dw), build)

@@ -14,7 +14,7 @@ import numpy as np
 from ndlite.device import DTypeError, ShapeError
 
 from . import tuning
-from .array import CLArray, broadcast_view, collapse
+from .array import INT32_LIMIT, CLArray, broadcast_view, collapse
 from .kernels import ctype
 
 _FLOAT32 = np.dtype("float32")
@@ -23,6 +23,29 @@ FAST_MIN_WORK = 2**24
 
 
 def matmul(b, x: CLArray, y: CLArray) -> CLArray:
+    plans = b.__dict__.setdefault("_matmul_plans", {})
+    key = (x.shape, x.strides, x.offset, x.wide, y.shape, y.strides, y.offset, y.wide, x.dtype,
+           y.dtype)
+    plan = plans.get(key)
+    if plan is None:
+        plan = _plan(b, x, y)
+        if len(plans) > 4096:
+            plans.clear()
+        plans[key] = plan
+    out_shape, launch = plan
+    out = b._new(out_shape, x.dtype, "matmul")
+    if launch is None:  # nothing to compute, or K == 0: zeros
+        if out.size:
+            b._fill(out, 0)
+        return out
+    kernel, grid, local, layout = launch
+    b.enqueue(kernel, grid, local, (out.data, x.data, y.data, layout))
+    return out
+
+
+def _plan(b, x: CLArray, y: CLArray) -> tuple:
+    """(output shape, (kernel, grid, local, layout) or None): kept per operand layouts, so a
+    repeated product costs a dict lookup, an allocation and the enqueue."""
     if x.ndim < 2 or y.ndim < 2:
         raise ShapeError(f"matmul: operands need at least 2 dims, got shapes {x.shape} and "
                          f"{y.shape}")
@@ -33,12 +56,9 @@ def matmul(b, x: CLArray, y: CLArray) -> CLArray:
         raise DTypeError(f"matmul: dtypes {x.dtype} and {y.dtype} (shapes {x.shape} and "
                          f"{y.shape}): need one numeric dtype")
     batch = _batch_shape(x.shape[:-2], y.shape[:-2], x.shape, y.shape)
-    out = b._new(batch + (M, N), x.dtype, "matmul")
-    if out.size == 0:
-        return out
-    if K == 0:
-        b._fill(out, 0)
-        return out
+    out = CLArray(None, batch + (M, N), x.dtype)  # the layout the output will have
+    if out.size == 0 or K == 0:
+        return out.shape, None
     xb = broadcast_view(x, batch + (M, K))
     yb = broadcast_view(y, batch + (K, N))
     bshape, sa, sb, sc = collapse(batch, xb.strides[:-2], yb.strides[:-2], out.strides[:-2])
@@ -50,11 +70,11 @@ def matmul(b, x: CLArray, y: CLArray) -> CLArray:
     if (x.dtype == _FLOAT32 and M * N * K >= FAST_MIN_WORK and 1 in (sam, sak)
             and 1 in (sbk, sbn)):
         params = tuning.gemm_params(b)
+    # the output's size decides the index width as the allocation will
+    out.wide = out.size > INT32_LIMIT
     if params is not None:
-        gemm(b, out, xb, yb, plan, params)
-    else:
-        _general(b, out, xb, yb, plan)
-    return out
+        return out.shape, gemm_launch(b, out, xb, yb, plan, params)
+    return out.shape, _general(b, out, xb, yb, plan)
 
 
 def _batch_shape(a: tuple, c: tuple, x_shape: tuple, y_shape: tuple) -> tuple:
@@ -75,7 +95,7 @@ def _layout(b, plan, x: CLArray, y: CLArray, idx_np) -> np.ndarray:
                     idx_np)
 
 
-def _general(b, out: CLArray, x: CLArray, y: CLArray, plan) -> None:
+def _general(b, out: CLArray, x: CLArray, y: CLArray, plan) -> tuple:
     M, N, K, bshape = plan[:4]
     tile = 16 if b.max_group >= 256 else 8
     idx, idx_np = b._index_type(out.size, out, x, y)
@@ -83,13 +103,18 @@ def _general(b, out: CLArray, x: CLArray, y: CLArray, plan) -> None:
                ("TS", tile), ("NB", len(bshape)))
     kernel = b.kernels.get("matmul.cl", "matmul", defines)
     grid = (-(-N // tile) * tile, -(-M // tile) * tile, prod(bshape))
-    b.enqueue(kernel, grid, (tile, tile, 1),
-              (out.data, x.data, y.data, _layout(b, plan, x, y, idx_np)))
+    return kernel, grid, (tile, tile, 1), _layout(b, plan, x, y, idx_np)
 
 
 def gemm(b, out: CLArray, x: CLArray, y: CLArray, plan, params: dict, queue=None):
     """The register-blocked kernel with tile sizes `params` (TSM, TSN, TSK, WPTM, WPTN);
-    returns its event (tuning times it on a profiling queue of the same context)."""
+    returns its event (tuning and benchmarks time it on a profiling queue)."""
+    kernel, grid, local, layout = gemm_launch(b, out, x, y, plan, params)
+    return b.enqueue(kernel, grid, local, (out.data, x.data, y.data, layout), queue)
+
+
+def gemm_launch(b, out: CLArray, x: CLArray, y: CLArray, plan, params: dict) -> tuple:
+    """(kernel, grid, local, layout) of the register-blocked kernel for this product."""
     M, N, K, bshape, sa, sb, sc, sam, sak, sbk, sbn = plan
     tsm, tsn, tsk = params["TSM"], params["TSN"], params["TSK"]
     a_kcont, b_ncont = int(sak == 1), int(sbn == 1)
@@ -104,5 +129,4 @@ def gemm(b, out: CLArray, x: CLArray, y: CLArray, plan, params: dict, queue=None
     kernel = b.kernels.get("gemm.cl", "gemm", defines)
     rtm, rtn = tsm // params["WPTM"], tsn // params["WPTN"]
     grid = (-(-N // tsn) * rtn, -(-M // tsm) * rtm, prod(bshape))
-    return b.enqueue(kernel, grid, (rtn, rtm, 1),
-                     (out.data, x.data, y.data, _layout(b, plan, x, y, idx_np)), queue)
+    return kernel, grid, (rtn, rtm, 1), _layout(b, plan, x, y, idx_np)

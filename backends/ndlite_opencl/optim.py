@@ -30,10 +30,10 @@ def _fusable(param, *buffers) -> bool:
 def _launch(b, name: str, param, buffers: list, flags: int, scalars: tuple) -> None:
     kernel = b.kernels.get("optim.cl", name, (("IDX", "int"), ("LAYOUT_LEN", 1),
                                               ("T", ctype(param.dtype))))
-    t = param.dtype.type
     data = [(x if x is not None else param).data for x in buffers]  # unused ones: any buffer
+    values = (*scalars, *(0.0,) * (9 - len(scalars)))  # the struct has 9 slots
     b._launch(kernel, param.size, (param.data, *data, np.int32(param.size), np.int32(flags),
-                                   *(t(s) for s in scalars)))
+                                   b.layout(values, param.dtype.type)))
 
 
 def sgd_step(b, param, grad, momentum_buffer, lr, momentum, dampening, nesterov, weight_decay,

@@ -16,7 +16,7 @@ import numpy as np
 
 from ndlite.device import ShapeError
 
-from .array import CLArray, c_strides, collapse
+from .array import INT32_LIMIT, CLArray, c_strides, collapse
 from .kernels import ctype
 
 _CODES = {"sum": 0, "max": 1, "min": 2, "argmax": 3}
@@ -30,41 +30,80 @@ _PER_ITEM = 8
 
 
 def reduce(b, x: CLArray, axes: tuple, keepdims: bool, op: str) -> CLArray:
-    """`op` of `x` over `axes` (argmax: over the one axis, returning int64 first indices)."""
+    """`op` of `x` over `axes` (argmax: over the one axis, returning int64 first indices).
+
+    The launches (kernels, grids, layouts) are kept per (op, layout of x, axes): a repeated
+    call costs a dict lookup, its allocations and the enqueues."""
+    plans = b.__dict__.setdefault("_reduce_plans", {})
+    key = (op, x.shape, x.strides, x.offset, x.dtype, x.wide, axes, keepdims)
+    plan = plans.get(key)
+    if plan is None:
+        plan = _plan(b, x, axes, keepdims, op)
+        if plan is None:
+            return _degenerate(b, x, axes, keepdims, op)
+        if len(plans) > 4096:
+            plans.clear()
+        plans[key] = plan
+    out_shape, acc_dtype, passes = plan
+    source, source_index = x, None
+    for kernel, grid, local, layout, n_out in passes:
+        values = b._new((n_out,), acc_dtype, op)
+        indices = b._new((n_out,), _INT64, op) if op == "argmax" else None
+        b.enqueue(kernel, grid, local,
+                  (values.data, None if indices is None else indices.data, source.data,
+                   None if source_index is None else source_index.data, layout))
+        source, source_index = values, indices
+    out = source_index if op == "argmax" else source
+    return out.view(out_shape, c_strides(out_shape), 0)
+
+
+def _shapes(x: CLArray, axes: tuple, keepdims: bool, op: str):
     axes = tuple(sorted(set(axes)))
     kept = [d for d in range(x.ndim) if d not in axes]
     out_shape = tuple(1 if d in axes else n for d, n in enumerate(x.shape)) if keepdims \
         else tuple(x.shape[d] for d in kept)
     acc_dtype = _INT64 if op == "sum" and x.dtype.kind != "f" else x.dtype
-    if not axes:  # nothing reduced
+    return axes, kept, out_shape, acc_dtype
+
+
+def _degenerate(b, x, axes, keepdims, op):
+    """Nothing reduced, no outputs, or empty rows."""
+    axes, kept, out_shape, acc_dtype = _shapes(x, axes, keepdims, op)
+    if not axes:
         if op == "argmax":
             return b.full(out_shape, 0, _INT64)
         return b.reshape(b.astype(x, acc_dtype), out_shape)
+    out_dtype = _INT64 if op == "argmax" else acc_dtype
+    if prod(x.shape[d] for d in kept) == 0:
+        return b.empty(out_shape, out_dtype)
+    if op != "sum":
+        raise ShapeError(f"{op}: zero-size reduction over axes {axes} of shape {x.shape}")
+    return b.full(out_shape, 0, out_dtype)
+
+
+def _plan(b, x, axes, keepdims, op):
+    """(output shape, accumulator dtype, the passes' launches), or None when there is
+    nothing to launch."""
+    axes, kept, out_shape, acc_dtype = _shapes(x, axes, keepdims, op)
     M = prod(x.shape[d] for d in kept)
     K = prod(x.shape[d] for d in axes)
-    out_dtype = _INT64 if op == "argmax" else acc_dtype
-    if M == 0:
-        return b.empty(out_shape, out_dtype)
-    if K == 0:
-        if op != "sum":
-            raise ShapeError(f"{op}: zero-size reduction over axes {axes} of shape {x.shape}")
-        return b.full(out_shape, 0, out_dtype)
-
+    if not axes or M == 0 or K == 0:
+        return None
     kept_shape, kept_strides = collapse(tuple(x.shape[d] for d in kept),
                                         tuple(x.strides[d] for d in kept))
     red_shape, red_strides = collapse(tuple(x.shape[d] for d in axes),
                                       tuple(x.strides[d] for d in axes))
     if not red_shape:  # every reduced dim has size 1
         red_shape, red_strides = (1,), (0,)
-    values, indices = _pass(b, x, None, x.offset, M, K, kept_shape, kept_strides, red_shape,
-                            red_strides, op, acc_dtype)
-    out = indices if op == "argmax" else values
-    return out.view(out_shape, c_strides(out_shape), 0)
+    passes = []
+    _pass(b, passes, x, False, x.offset, M, K, kept_shape, kept_strides, red_shape,
+          red_strides, op, acc_dtype)
+    return out_shape, acc_dtype, tuple(passes)
 
 
-def _pass(b, x, x_index, offset, M, K, kept_shape, kept_strides, red_shape, red_strides, op,
-          acc_dtype):
-    """One launch (two with partials): returns contiguous (values, int64 indices or None)."""
+def _pass(b, passes, x, indexed, offset, M, K, kept_shape, kept_strides, red_shape,
+          red_strides, op, acc_dtype):
+    """Append one launch (two with partials) to `passes`."""
     contiguous_rows = len(red_shape) == 1 and red_strides[0] == 1
     group = b.group
     serial = K <= 64 or M >= b.compute_units * 256 or group < 32
@@ -81,31 +120,27 @@ def _pass(b, x, x_index, offset, M, K, kept_shape, kept_strides, red_shape, red_
         P = max(1, min(-(-K // (group * _PER_ITEM)), -(-4 * b.compute_units // M)))
     chunk = -(-K // P)
     n_out = M * P
-    values = b._new((n_out,), acc_dtype, op)
-    indices = b._new((n_out,), _INT64, op) if op == "argmax" else None
-    idx, idx_np = b._index_type(max(n_out, K), x)
+    wide = n_out > INT32_LIMIT or K > INT32_LIMIT or (x is not None and x.wide)
+    idx, idx_np = ("long", np.int64) if wide else ("int", np.int32)
     defines = (("IDX", idx), ("LAYOUT_LEN", 5 + 2 * len(kept_shape) + 2 * len(red_shape)),
-               ("T", ctype(x.dtype)), ("TA", ctype(acc_dtype)),
+               ("T", ctype(acc_dtype if x is None else x.dtype)), ("TA", ctype(acc_dtype)),
                ("FLOAT_ACC", int(acc_dtype.kind == "f")), ("REDUCE", _CODES[op]),
                ("NOUT", len(kept_shape)), ("NRED", len(red_shape)),
-               ("WG", 1 if serial else group), ("INDEXED", int(x_index is not None)),
+               ("WG", 1 if serial else group), ("INDEXED", int(indexed)),
                ("IDENTITY", _identity(op, acc_dtype)),
                ("CONTIG", int(contiguous_rows and not serial)))
     layout = b.layout((M, K, offset, chunk, P, *kept_shape, *kept_strides, *red_shape,
                        *red_strides), idx_np)
-    args = (values.data, None if indices is None else indices.data, x.data,
-            None if x_index is None else x_index.data, layout)
     if serial:
         kernel = b.kernels.get("reduce.cl", "reduce_serial", defines)
-        b._launch(kernel, M, args)
+        passes.append((kernel, (-(-M // b.group) * b.group,), (b.group,), layout, n_out))
     else:
         kernel = b.kernels.get("reduce.cl", "reduce_group", defines)
-        b.enqueue(kernel, (n_out * group,), (group,), args)
-    if P == 1:
-        return values, indices
-    # second pass: each output reduces its P partials (contiguous rows of length P)
-    kept = ((M,), (P,)) if M > 1 else ((), ())
-    return _pass(b, values, indices, 0, M, P, *kept, (P,), (1,), op, acc_dtype)
+        passes.append((kernel, (n_out * group,), (group,), layout, n_out))
+    if P > 1:
+        # second pass: each output reduces its P partials (contiguous rows of length P)
+        kept = ((M,), (P,)) if M > 1 else ((), ())
+        _pass(b, passes, None, op == "argmax", 0, M, P, *kept, (P,), (1,), op, acc_dtype)
 
 
 def _identity(op: str, dtype: np.dtype) -> str:

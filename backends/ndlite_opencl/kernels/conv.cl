@@ -5,7 +5,7 @@
 //   FORWARD      m = output channel, n = output pixel (image, oy, ox), k = tap (c, i, j):
 //                A = weight (O, Cg * kh * kw), B[k, n] = x at tap k of pixel n (0 in padding)
 //   GRAD_INPUT   m = input channel, n = input pixel (image, y, x), k = (o, i, j):
-//                A = weight as (G, Cg, Og * kh * kw), B[k, n] = grad_output at the output
+//                A[m, k] = weight[g * Og + o, m, i, j], B[k, n] = grad_output at the output
 //                pixel whose tap (i, j) lands on n (0 where none does: strides, borders)
 //   GRAD_WEIGHT  m = output channel, n = tap (c, i, j), k = output pixel (image, oy, ox):
 //                A[m, k] = grad_output, B[k, n] = x at tap n of pixel k
@@ -16,7 +16,7 @@
 //   tap: (offset from a window's corner in x, i * dh, j * dw, 0);
 //   input pixel (GRAD_INPUT): (offset of the image in grad_output, y + ph, x + pw, offset of
 //       the pixel in grad_input without the channel);  its k table: (o * OH * OW, i * dh,
-//       j * dw, 0).
+//       j * dw, offset of weight[o, 0, i, j] in the group's weights).
 // With SPLIT > 1 chunks of k, chunk s writes its own copy of C (a later launch adds them in a
 // fixed order): every sum has a fixed order, so results are bitwise the same run to run.
 //
@@ -102,7 +102,7 @@ void conv_gemm(__global T* out, __global const T* a, __global const T* src,
 
     for (int k0 = k_begin; k0 < k_end; k0 += TK) {
         const int ka = k0 + tid % TK;   // the k of this work-item's A loads (and GRAD_WEIGHT's B)
-#if MODE == GRAD_WEIGHT
+#if MODE != FORWARD
         const int4 pix = ka < k_end ? k_table[ka] : (int4)(0);
 #endif
 #pragma unroll
@@ -110,10 +110,10 @@ void conv_gemm(__global T* out, __global const T* a, __global const T* src,
             const int mm = tid / TK + r * (NT / TK), m = m0 + mm;
             T v = 0;
             if (m < M && ka < k_end) {
-#if MODE == GRAD_WEIGHT
-                v = a[m * a_row + pix.w];
-#else
+#if MODE == FORWARD
                 v = a[m * a_row + ka];
+#else
+                v = a[m * a_row + pix.w];   // the k table holds where k's column starts
 #endif
             }
             As[tid % TK][mm] = v;

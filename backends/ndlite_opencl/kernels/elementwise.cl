@@ -2,7 +2,8 @@
 // (read through its strides, which are 0 along broadcast dims) or a scalar argument.
 // Every unary, binary, comparison, where, cast and assign is this kernel with other #defines:
 //   NIN, T0..T2 (input types), S0..S2 (1: input i is a scalar), F0 (T0 is floating point),
-//   TOUT, OUT_BOOL, EXPR (e.g. OP_ADD(a0, a1)), NDIM (0: every operand contiguous).
+//   TOUT, OUT_BOOL, EXPR (e.g. OP_ADD(a0, a1)), NDIM (0: every operand contiguous),
+//   PER_ITEM (elements per work-item where NDIM is 0).
 // Layout: v[0] = n, v[1] = out offset, v[2 + i] = input i offset, then the NDIM-dim shape,
 // then NDIM strides for out and for each input.
 
@@ -116,6 +117,54 @@ inline T0 int_pow_(T0 base, T0 e)
 #define SHAPE(d) L.v[2 + NIN + (d)]
 #define STRIDE(k, d) L.v[2 + NIN + NDIM * (1 + (k)) + (d)]
 
+#if NDIM == 0 && PER_ITEM > 1
+// Large contiguous operands on a GPU: each item loads PER_ITEM elements a grid apart (each
+// load coalesced across the items) before computing any, so more bytes are in flight per item
+// than one element's: what a read-one-write-one op needs to approach the copy bandwidth.
+__kernel void map(__global TOUT* out, const layout_t L PARAM0 PARAM1 PARAM2)
+{
+    const IDX n = L.v[0], step = get_global_size(0);
+    const IDX i = get_global_id(0);
+    T0 x0[PER_ITEM];
+#if NIN > 1
+    T1 x1[PER_ITEM];
+#endif
+#if NIN > 2
+    T2 x2[PER_ITEM];
+#endif
+#pragma unroll
+    for (int r = 0; r < PER_ITEM; ++r) {
+        const IDX k = i + r * step;
+        if (k < n) {
+            x0[r] = LOAD0(L.v[2] + k);
+#if NIN > 1
+            x1[r] = LOAD1(L.v[3] + k);
+#endif
+#if NIN > 2
+            x2[r] = LOAD2(L.v[4] + k);
+#endif
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < PER_ITEM; ++r) {
+        const IDX k = i + r * step;
+        if (k < n) {
+            const T0 a0 = x0[r];
+#if NIN > 1
+            const T1 a1 = x1[r];
+#endif
+#if NIN > 2
+            const T2 a2 = x2[r];
+#endif
+#if OUT_BOOL
+            out[L.v[1] + k] = (EXPR) != 0;
+#else
+            out[L.v[1] + k] = (TOUT)(EXPR);
+#endif
+        }
+    }
+}
+#else
 __kernel void map(__global TOUT* out, const layout_t L PARAM0 PARAM1 PARAM2)
 {
     const IDX i = get_global_id(0);
@@ -167,3 +216,4 @@ __kernel void map(__global TOUT* out, const layout_t L PARAM0 PARAM1 PARAM2)
     out[o] = (TOUT)(EXPR);
 #endif
 }
+#endif

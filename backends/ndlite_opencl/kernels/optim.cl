@@ -4,9 +4,13 @@
 // rules out), with contraction into fused multiply-adds off, so a device whose division and
 // sqrt round correctly gives the fallback's bits. Options are runtime flags, not #defines:
 // one program per dtype serves every configuration.
-// #defines: T. Scalars arrive already rounded to T, as the fallback's scalar operands are.
+// #defines: T. The hyperparameters arrive in one struct (S.v[...], named below), already
+// rounded to T as the fallback's scalar operands are; every parameter of an optimizer shares
+// it, so the host sets that argument once, not once per parameter.
 
 #pragma OPENCL FP_CONTRACT OFF
+
+typedef struct { T v[9]; } scalars_t;
 
 #define WEIGHT_DECAY 1
 #define MOMENTUM 2
@@ -20,9 +24,10 @@
 inline T maximum_(const T a, const T b) { return (a > b || a != a) ? a : b; }
 
 __kernel void sgd_step(__global T* param, __global const T* grad, __global T* buf,
-                       const int n, const int flags, const T lr, const T momentum,
-                       const T one_minus_dampening, const T weight_decay)
+                       const int n, const int flags, const scalars_t S)
 {
+    const T lr = S.v[0], momentum = S.v[1], one_minus_dampening = S.v[2];
+    const T weight_decay = S.v[3];
     const int i = get_global_id(0);
     if (i >= n)
         return;
@@ -40,9 +45,10 @@ __kernel void sgd_step(__global T* param, __global const T* grad, __global T* bu
 
 __kernel void rmsprop_step(__global T* param, __global const T* grad, __global T* square_avg,
                            __global T* grad_avg, __global T* buf, const int n, const int flags,
-                           const T lr, const T alpha, const T one_minus_alpha, const T eps,
-                           const T momentum, const T weight_decay)
+                           const scalars_t S)
 {
+    const T lr = S.v[0], alpha = S.v[1], one_minus_alpha = S.v[2], eps = S.v[3];
+    const T momentum = S.v[4], weight_decay = S.v[5];
     const int i = get_global_id(0);
     if (i >= n)
         return;
@@ -71,11 +77,11 @@ __kernel void rmsprop_step(__global T* param, __global const T* grad, __global T
 
 __kernel void adam_step(__global T* param, __global const T* grad, __global T* exp_avg,
                         __global T* exp_avg_sq, __global T* max_exp_avg_sq, const int n,
-                        const int flags, const T decay_factor, const T weight_decay,
-                        const T beta1, const T one_minus_beta1, const T beta2,
-                        const T one_minus_beta2, const T sqrt_bias_correction2, const T eps,
-                        const T step_size)
+                        const int flags, const scalars_t S)
 {
+    const T decay_factor = S.v[0], weight_decay = S.v[1], beta1 = S.v[2];
+    const T one_minus_beta1 = S.v[3], beta2 = S.v[4], one_minus_beta2 = S.v[5];
+    const T sqrt_bias_correction2 = S.v[6], eps = S.v[7], step_size = S.v[8];
     const int i = get_global_id(0);
     if (i >= n)
         return;
