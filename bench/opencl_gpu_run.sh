@@ -42,7 +42,7 @@ has() { [[ " $parts " == *" $1 "* ]]; }
     fi
     if has train; then
         echo "== training epoch"
-        timeout 180 python3 bench/opencl_train.py --data-dir .carry/mnist \
+        timeout 180 python3 bench/opencl_train.py --data-dir .carry/mnist --host-profile 40 \
             --json "$OUT/opencl_train.json"
     fi
     if has accuracy; then
