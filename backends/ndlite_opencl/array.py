@@ -22,15 +22,18 @@ class CLArray:
     __slots__ = ("data", "shape", "dtype", "strides", "offset", "size", "wide")
 
     def __init__(self, data, shape: tuple, dtype: np.dtype, strides: tuple | None = None,
-                 offset: int = 0):
+                 offset: int = 0, wide: bool | None = None):
         self.data = data
         self.shape = shape
         self.dtype = dtype
         self.strides = c_strides(shape) if strides is None else strides
         self.offset = offset
         self.size = numel(shape)
-        # kernels index a wide array's allocation with 64-bit arithmetic
-        self.wide = data is not None and data.size > INT32_LIMIT * dtype.itemsize
+        # kernels index a wide array's allocation with 64-bit arithmetic (views inherit it:
+        # asking the buffer its size is a driver call)
+        if wide is None:
+            wide = data is not None and data.size > INT32_LIMIT * dtype.itemsize
+        self.wide = wide
 
     @property
     def ndim(self) -> int:
@@ -42,7 +45,7 @@ class CLArray:
         return is_contiguous(self.shape, self.strides)
 
     def view(self, shape: tuple, strides: tuple, offset: int) -> CLArray:
-        return CLArray(self.data, shape, self.dtype, strides, offset)
+        return CLArray(self.data, shape, self.dtype, strides, offset, self.wide)
 
     def __repr__(self) -> str:
         return (f"CLArray(shape={self.shape}, dtype={self.dtype}, strides={self.strides}, "

@@ -18,7 +18,7 @@ import pyopencl.tools as cl_tools
 
 from ndlite.device import Backend, DTypeError, OutOfMemoryError, ShapeError
 
-from . import conv, devices, indexing, linalg, optim, pool, reduce, softmax
+from . import conv, devices, indexing, linalg, loss, optim, pool, reduce, softmax
 from .array import (
     INT32_LIMIT,
     CLArray,
@@ -137,7 +137,7 @@ class OpenCLBackend(Backend):
     def _new(self, shape: tuple, dtype: np.dtype, what: str = "empty") -> CLArray:
         n = numel(shape)
         data = self._allocate(n * dtype.itemsize, (what, shape, dtype)) if n else None
-        return CLArray(data, shape, dtype)
+        return CLArray(data, shape, dtype, wide=n > INT32_LIMIT)
 
     def _launch(self, kernel, n: int, args) -> None:
         """One work-item per element (n of them) in work-groups of `self.group`."""
@@ -469,6 +469,12 @@ class OpenCLBackend(Backend):
 
     def log_softmax(self, x, axis):
         return softmax.log_softmax(self, x, axis)
+
+    def nll_loss(self, input, target, ignore_index, reduction):
+        return loss.nll_loss(self, input, target, ignore_index, reduction)
+
+    def nll_loss_grad(self, grad_output, target, classes, ignore_index, reduction):
+        return loss.nll_loss_grad(self, grad_output, target, classes, ignore_index, reduction)
 
     def sgd_step(self, param, grad, momentum_buffer, lr, momentum, dampening, nesterov,
                  weight_decay, first_step):

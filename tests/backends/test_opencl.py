@@ -263,14 +263,18 @@ def _fast_matmul(b, monkeypatch, params):
 
 
 @pytest.mark.parametrize("params", [(32, 32, 16, 4, 4), (64, 32, 8, 8, 4)])
-def test_fast_matmul_on_edges_transposes_and_broadcast_batches(b, monkeypatch, params):
+@pytest.mark.parametrize("gpu", [True, False], ids=["gemm.cl", "gemm_cpu.cl"])
+def test_fast_matmul_on_edges_transposes_and_broadcast_batches(b, monkeypatch, params, gpu):
     names = ("TSM", "TSN", "TSK", "WPTM", "WPTN")
     _fast_matmul(b, monkeypatch, dict(zip(names, params, strict=True)))
+    monkeypatch.setattr(b, "is_gpu", gpu)  # which kernel takes the unbatched products
     for (m, n, k) in [(64, 64, 32), (33, 70, 19), (1, 5, 3), (97, 1, 40)]:
         a, c = normal(m, k), normal(k, n)
+        padded = dev(b, np.pad(a, ((0, 0), (3, 0))))  # an operand at an offset
         for a_view, c_view in [
             (dev(b, a), dev(b, c)),
             (b.permute(dev(b, a.T.copy()), (1, 0)), b.permute(dev(b, c.T.copy()), (1, 0))),
+            (b.slice(padded, (slice(0, m, 1), slice(3, k + 3, 1))), dev(b, c)),
         ]:
             got = host(b, b.matmul(a_view, c_view))
             want = a.astype(np.float64) @ c

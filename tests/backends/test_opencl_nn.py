@@ -220,3 +220,24 @@ def test_a_parameter_view_takes_the_fallback_and_still_updates_in_place(b):
     expect = np.ones((4, 6), np.float32)
     expect[:, ::2] = 0
     np.testing.assert_array_equal(b.to_numpy(base), expect)
+
+
+# ---- nll_loss ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("reduction", ["none", "sum", "mean"])
+@pytest.mark.parametrize("n", [7, 1000])  # one group's items, and many rows per item
+def test_nll_loss_and_gradient_match_the_fallback(b, reduction, n):
+    labels = rng.integers(0, 10, n)
+    labels[::3] = -100  # ignored rows: no loss, no gradient
+    for dtype in dtypes(b):
+        logp = b.from_numpy(normal(n, 10).astype(dtype))
+        target = b.from_numpy(labels)
+        got = b.to_numpy(b.nll_loss(logp, target, -100, reduction))
+        want = b.to_numpy(fallbacks.nll_loss(b, logp, target, -100, reduction))
+        assert got.shape == want.shape and got.dtype == dtype
+        np.testing.assert_allclose(got, want, rtol=4 * np.finfo(dtype).eps, atol=0)
+        g = b.from_numpy(normal(*want.shape).astype(dtype))
+        got = b.to_numpy(b.nll_loss_grad(g, target, 10, -100, reduction))
+        want = b.to_numpy(fallbacks.nll_loss_grad(b, g, target, 10, -100, reduction))
+        np.testing.assert_array_equal(got, want)  # one product per element: the same bits
