@@ -1,9 +1,13 @@
 """SGEMM (float32 C = A @ B, square) through ndlite's OpenCL backend vs CuPy's cuBLAS (TF32
-off), on the same GPU in the same run.
+off) on the same GPU in the same run, or, on a CPU device (PoCL), vs NumPy's BLAS on the same
+cores.
 
-The OpenCL product is timed with profiling events on the tuned gemm.cl kernel (tuning runs
-first, at first use, and its table is recorded); cuBLAS with CUDA events. Both after warm-up,
-medians of --repeats runs. Prints a short table; writes everything to --json.
+The OpenCL product is the public matmul, timed by the profiling events of its kernels (GPUs:
+the tuned gemm.cl, whose tuning runs first and whose table is recorded; CPUs: packing both
+operands, then gemm_cpu.cl); cuBLAS with CUDA events, NumPy with the host clock. All after
+warm-up, medians of --repeats runs. Prints a short table; writes everything to --json.
+
+    NDLITE_OPENCL_PROFILE=1 python bench/opencl_sgemm.py --backend opencl:cpu --size 1024
 
     NDLITE_OPENCL_PROFILE=1 python bench/opencl_sgemm.py --size 4096 --json out.json
 """
@@ -30,28 +34,51 @@ def opencl_sgemm(spec: str, a: np.ndarray, b: np.ndarray, repeats: int) -> dict:
     import ndlite
 
     be = ndlite.get_backend(spec)  # makes backends/ importable from a source checkout
-    from ndlite_opencl import linalg, tuning
+    from ndlite_opencl import tuning
 
     started = time.perf_counter()
-    params = tuning.gemm_params(be)  # tunes now unless the disk cache has this device
+    params = tuning.gemm_params(be) if be.is_gpu else None  # tunes unless cached on disk
     tune_seconds = time.perf_counter() - started
-    n = a.shape[0]
     x, y = be.from_numpy(a), be.from_numpy(b)
-    out = be.matmul(x, y)  # the public path, also the warm-up
-    plan = (n, n, n, (), (), (), (), n, 1, n, 1)
-    times = []
+    events = []
+    enqueue = be.enqueue
+
+    def recording(kernel, *args, **kwargs):
+        event = enqueue(kernel, *args, **kwargs)
+        events.append(event)
+        return event
+
+    be.enqueue = recording  # the public matmul, timed by its kernels' events (CPUs: the
+    times, walls = [], []  # packing of both operands and the product)
     for i in range(repeats + 3):
-        event = linalg.gemm(be, out, x, y, plan, params)
-        event.wait()
+        events.clear()
+        started = time.perf_counter()
+        out = be.matmul(x, y)
+        be.synchronize()
         if i >= 3:
-            times.append((event.profile.end - event.profile.start) * 1e-9)
+            walls.append(time.perf_counter() - started)
+            times.append(sum(e.profile.end - e.profile.start for e in events) * 1e-9)
+    be.enqueue = enqueue
     cached = tuning._read_cache().get(tuning.device_key(be.device), {})
     return {
-        "backend": be.name, "device": be.device_name(), "info": be.info(),
-        "pyopencl": cl.VERSION_TEXT, "params": params, "tuning_seconds_this_run": tune_seconds,
-        "tuning": cached, "median_s": statistics.median(times), "times_s": times,
-        "result": be.to_numpy(out),
+        "backend": be.name, "device": be.device_name(), "gpu": be.is_gpu, "info": be.info(),
+        "compute_units": be.compute_units, "pyopencl": cl.VERSION_TEXT, "params": params,
+        "launches": len(events), "tuning_seconds_this_run": tune_seconds, "tuning": cached,
+        "median_s": statistics.median(times), "times_s": times,
+        "median_wall_s": statistics.median(walls), "result": be.to_numpy(out),
     }
+
+
+def numpy_sgemm(a: np.ndarray, b: np.ndarray, repeats: int) -> dict:
+    """NumPy's BLAS on this host, all its threads (the same cores PoCL runs on)."""
+    a @ b
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        out = a @ b
+        times.append(time.perf_counter() - started)
+    return {"numpy": np.__version__, "threads": os.cpu_count(),
+            "median_s": statistics.median(times), "times_s": times, "result": out}
 
 
 def cupy_sgemm(a: np.ndarray, b: np.ndarray, repeats: int) -> dict | None:
@@ -90,11 +117,12 @@ def main(argv=None) -> int:
     b = rng.standard_normal((n, n), dtype=np.float32)
     flops = 2 * n**3
     ocl = opencl_sgemm(args.backend, a, b, args.repeats)
-    cub = cupy_sgemm(a, b, args.repeats)
+    cub = cupy_sgemm(a, b, args.repeats) if ocl["gpu"] else None
+    cpu = None if cub else numpy_sgemm(a, b, args.repeats)
     check = a[:256].astype(np.float64) @ b.astype(np.float64)
     report = {"what": f"SGEMM {n}^3 float32", "host": platform.node(),
               "python": platform.python_version(), "numpy": np.__version__}
-    for name, r in (("opencl", ocl), ("cublas", cub)):
+    for name, r in (("opencl", ocl), ("cublas", cub), ("numpy", cpu)):
         if r is None:
             continue
         got = r.pop("result")[:256]
@@ -103,13 +131,19 @@ def main(argv=None) -> int:
         report[name] = r
     if cub:
         report["ratio_opencl_to_cublas"] = report["opencl"]["tflops"] / report["cublas"]["tflops"]
+    if cpu:
+        report["ratio_opencl_to_numpy"] = report["opencl"]["tflops"] / report["numpy"]["tflops"]
     print(f"SGEMM {n}^3 float32 on {ocl['device']} ({args.backend}, tiles {ocl['params']}):")
-    print(f"  ndlite OpenCL  {ocl['median_s'] * 1e3:8.3f} ms  {ocl['tflops']:6.2f} TFLOP/s  "
+    print(f"  ndlite OpenCL  {ocl['median_s'] * 1e3:8.3f} ms  {ocl['tflops']:6.3f} TFLOP/s  "
           f"rel.err {ocl['relative_error_rows_0_256']:.1e}")
     if cub:
-        print(f"  CuPy cuBLAS    {cub['median_s'] * 1e3:8.3f} ms  {cub['tflops']:6.2f} TFLOP/s  "
+        print(f"  CuPy cuBLAS    {cub['median_s'] * 1e3:8.3f} ms  {cub['tflops']:6.3f} TFLOP/s  "
               f"rel.err {cub['relative_error_rows_0_256']:.1e}  (TF32 off)")
         print(f"  ratio OpenCL / cuBLAS: {report['ratio_opencl_to_cublas']:.2f}x")
+    if cpu:
+        print(f"  NumPy (BLAS)   {cpu['median_s'] * 1e3:8.3f} ms  {cpu['tflops']:6.3f} TFLOP/s  "
+              f"rel.err {cpu['relative_error_rows_0_256']:.1e}  ({cpu['threads']} threads)")
+        print(f"  ratio OpenCL / NumPy: {report['ratio_opencl_to_numpy']:.2f}x")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=1, default=str)
