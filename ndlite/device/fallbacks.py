@@ -148,27 +148,33 @@ def _pool_geometry(shape, kernel_size, stride, padding, dilation, ceil_mode):
 
 def _positions(shape, offset, stride, padding, out):
     """int64 (OH, OW): where in the unpadded plane (h * W + w) offset `offset` of each window
-    falls. Positions in the padding are outside 0..H*W-1; they never win a max."""
-    _h, w = shape[2], shape[3]
+    falls, and bool (OH, OW): whether it falls inside the plane at all (not in the padding)."""
+    h, w = shape[2], shape[3]
     rows = np.arange(out[0]) * stride[0] - padding[0] + offset[0]
     cols = np.arange(out[1]) * stride[1] - padding[1] + offset[1]
-    return (rows[:, None] * w + cols[None, :]).astype(np.int64)
+    inside = ((rows >= 0) & (rows < h))[:, None] & ((cols >= 0) & (cols < w))[None, :]
+    return (rows[:, None] * w + cols[None, :]).astype(np.int64), inside
 
 
 def max_pool2d(b, x, kernel_size, stride, padding, dilation, ceil_mode):
     out, extra = _pool_geometry(x.shape, kernel_size, stride, padding, dilation, ceil_mode)
     xp = _padded(b, x, padding, extra, -math.inf)
-    values = indices = None
+    values = indices = real = None
     for off in _offsets(kernel_size, dilation):
         v = _window_slices(b, xp, off, stride, out)
-        pos = b.from_numpy(_positions(x.shape, off, stride, padding, out))
+        pos, inside = _positions(x.shape, off, stride, padding, out)
+        pos, inside = b.from_numpy(pos), b.from_numpy(inside)
         if values is None:
             values = b.copy(v)
             indices = b.copy(b.broadcast_to(pos, v.shape))
+            real = b.copy(b.broadcast_to(inside, v.shape))
             continue
-        better = b.gt(v, values)  # strict: a tie keeps the earlier (row-major) offset
+        # strict: a tie keeps the earlier (row-major) offset; but padding never wins, so an
+        # input element beats a padding tap even when both are -inf
+        better = b.maximum(b.gt(v, values), b.mul(inside, b.eq(real, False)))
         values = b.where(better, v, values)
         indices = b.where(better, pos, indices)
+        real = b.where(better, inside, real)
     return values, indices
 
 

@@ -161,3 +161,26 @@ def test_numpy_where_fast_path_is_bitwise_np_where(dtype, layout):
         expected = np.ascontiguousarray(np.where(cond, x, y).astype(dtype))
         assert got.dtype == np.dtype(dtype)
         assert np.array_equal(got.view(np.uint8), expected.view(np.uint8))
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
+@pytest.mark.parametrize("kernel,stride,padding,dilation", [
+    ((2, 2), (2, 2), (1, 1), (1, 1)), ((3, 3), (1, 1), (1, 1), (1, 1)),
+    ((3, 2), (2, 1), (1, 1), (2, 1)), ((2, 3), (1, 2), (0, 1), (1, 1)),
+])
+def test_max_pool2d_padding_never_wins_even_against_minus_infinity(impl, kernel, stride,
+                                                                    padding, dilation):
+    """An all -inf window picks its first element inside the plane (row-major), never a
+    padding tap, whose position would point outside the plane or at another element."""
+    x = np.full((1, 1, 4, 5), -np.inf, np.float32)
+    values, indices = IMPLEMENTATIONS[impl].max_pool2d(x, kernel, stride, padding, dilation,
+                                                       False)
+    h, w = x.shape[2:]
+    for i in range(indices.shape[2]):
+        for j in range(indices.shape[3]):
+            taps = [(i * stride[0] - padding[0] + p * dilation[0],
+                     j * stride[1] - padding[1] + q * dilation[1])
+                    for p in range(kernel[0]) for q in range(kernel[1])]
+            r, c = next((r, c) for r, c in taps if 0 <= r < h and 0 <= c < w)
+            assert indices[0, 0, i, j] == r * w + c
+    assert np.all(values == -np.inf)
