@@ -116,9 +116,10 @@ def _general(b, out: CLArray, x: CLArray, y: CLArray, plan) -> tuple:
     return kernel, grid, (tile, tile, 1), _layout(b, plan, x, y, idx_np)
 
 
-#: rows of C per work-item of gemm_cpu.cl and its vector width: 8 x 16 floats was the fastest
-#: of 4, 6, 8, 12, 16 rows by 8 and 16 wide on PoCL on a 2-core EPYC (AVX2)
-CPU_ROWS, CPU_WIDTH = 8, 8
+#: rows of C per work-item of gemm_cpu.cl and its vector width: 6 x (2 x 8) floats, the
+#: accumulators of an AVX2 BLAS micro-kernel (4 and 6 rows ran alike on PoCL on a 2-core EPYC,
+#: 8 spill registers)
+CPU_ROWS, CPU_WIDTH = 6, 8
 
 
 def cpu_launch(b, x: CLArray, y: CLArray, plan) -> tuple:
@@ -127,7 +128,7 @@ def cpu_launch(b, x: CLArray, y: CLArray, plan) -> tuple:
     M, N, K, _, _, _, _, sam, sak, sbk, sbn = plan
     w = CPU_WIDTH
     defines = (("IDX", "int"), ("LAYOUT_LEN", 7), ("T", "float"), ("TV", f"float{w}"),
-               ("VW", w), ("VLOAD", f"vload{w}"), ("VSTORE", f"vstore{w}"), ("RM", CPU_ROWS))
+               ("VW", w), ("VSTORE", f"vstore{w}"), ("RM", CPU_ROWS))
     pack = b.kernels.get("gemm_cpu.cl", "pack", defines)
     kernel = b.kernels.get("gemm_cpu.cl", "gemm_cpu", defines)
     packs = []

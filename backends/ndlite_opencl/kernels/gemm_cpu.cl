@@ -5,11 +5,13 @@
 //         the edges), so the micro-kernel streams both from contiguous memory (B read in
 //         place walks a new page per k);
 //   gemm_cpu: one work-item per work-group computes an RM x (2 VW) block of C in 2 RM vector
-//         registers (8 x 16 floats: 16 AVX2 accumulators): per k, two vector loads of B's
-//         panel, RM broadcasts from A's panel, 2 RM vector multiply-adds. Work-groups that
-//         share a B panel run one after another (dim 0 walks m), so it stays in the cache.
-// On a 2-core EPYC, packing doubled the speed of 1024^3 (10 -> 20 GFLOP/s).
-// #defines: T, TV (vector of VW T), VW, VLOAD / VSTORE (vloadVW / vstoreVW), RM.
+//         registers (6 x 16 floats: 12 AVX2 accumulators, 2 registers of B and one of A,
+//         the BLAS micro-kernel's shape; 8 rows spill): per k, two vector loads of B's panel,
+//         RM broadcasts from A's panel, 2 RM vector multiply-adds. Work-groups that share a
+//         B panel run one after another (dim 0 walks m), so it stays in the cache.
+// On a 2-core EPYC (PoCL, 1024^3): 10 GFLOP/s read in place, 20 packed, ~100 with B's loads
+// inlined (below).
+// #defines: T, TV (vector of VW T), VW, VSTORE (vstoreVW), RM.
 
 // out[r / BLK][c][r % BLK] = src[offset + r * sr + c * sc], 0 for r >= rows.
 // Layout: rows, cols, sr, sc, offset, BLK, padded rows.
@@ -38,7 +40,10 @@ void gemm_cpu(__global T* C, __global const T* A, __global const T* B, const lay
     for (int r = 0; r < RM; ++r)
         acc[r][0] = acc[r][1] = (TV)(0);
     for (IDX k = 0; k < K; ++k) {
-        const TV b0 = VLOAD(0, b + k * (2 * VW)), b1 = VLOAD(0, b + k * (2 * VW) + VW);
+        // vector loads by pointer: PoCL calls vloadn() as a function, not inlined (two calls
+        // per k halved the speed); the packed panels are aligned to whole vectors
+        __global const TV* bk = (__global const TV*)(b + k * (2 * VW));
+        const TV b0 = bk[0], b1 = bk[1];
 #pragma unroll
         for (int r = 0; r < RM; ++r) {
             const TV x = (TV)(a[k * RM + r]);
