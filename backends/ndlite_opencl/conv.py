@@ -22,6 +22,8 @@ FORWARD, GRAD_INPUT, GRAD_WEIGHT = 1, 2, 3
 TK = 16
 #: a split-K chunk holds at least this many k (shorter ones cost more in partials than they gain)
 MIN_CHUNK = 64
+#: launch plans and index tables kept per backend (a training loop uses a handful; shapes
+#: that never repeat clear them)
 _KEPT = 64
 
 
@@ -131,7 +133,8 @@ def tile(b, mode: int, m: int, nc: int, k: int) -> tuple:
     (bench/opencl_conv.py). GPUs: rows of C in 32s when there are few of them (a small
     layer's outputs, a grad_input's channels per group), else in 64s; the gradients' wide
     products in columns of 128 (an H200: conv2's grad_input 0.28 -> 0.19 ms). CPUs run a
-    work-group's items in turn: 32 x 32 tiles (64 items) were fastest on PoCL for every call."""
+    work-group's items in turn: 32 x 32 tiles (64 items) took the least time over all of the
+    CNN's calls on PoCL."""
     if not b.is_gpu:
         return 32, 32, TK
     return (32 if m <= 32 else 64), (128 if mode != FORWARD and nc >= 512 else 64), TK
