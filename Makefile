@@ -9,7 +9,7 @@ EXTRAS ?= test,pocl
 
 $(VENV)/.stamp-$(EXTRAS): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet --upgrade pip setuptools wheel
 	$(BIN)/python -m pip install --quiet -e ".[$(EXTRAS)]"
 	@rm -f $(VENV)/.stamp-*
 	@touch $@
