@@ -100,6 +100,7 @@ def register_backend(name: str, factory: Callable) -> None:
     _discover()
     if not name.isidentifier():
         raise ValueError(f"register_backend: name {name!r} must be an identifier")
+    name = name.lower()  # get_backend lowercases what it is asked for
     _factories[name] = factory
     _broken.pop(name, None)
     for key in [k for k in _instances if k[0] == name]:

@@ -9,6 +9,7 @@ other's adjoints. adaptive_avg_pool2d is two averaging matrices (rows, then colu
 from __future__ import annotations
 
 import numbers
+from functools import lru_cache
 
 import numpy as np
 
@@ -30,8 +31,19 @@ def _check_input(x: Tensor, op: str) -> None:
 
 def pool_params(x: Tensor, kernel_size, stride, padding, dilation, ceil_mode, op: str) -> dict:
     """Checked pooling geometry as (h, w) pairs, PyTorch's rules and messages."""
+    return dict(_checked_geometry(x.shape, _frozen(kernel_size), _frozen(stride),
+                                  _frozen(padding), _frozen(dilation), bool(ceil_mode), op))
+
+
+def _frozen(value):
+    return tuple(value) if isinstance(value, list) else value
+
+
+@lru_cache(maxsize=1024)
+def _checked_geometry(shape, kernel_size, stride, padding, dilation, ceil_mode, op) -> tuple:
+    # cached: a training step pools the same geometry every time (errors are not cached)
     kernel_size = positive(pair(kernel_size, "kernel_size", op), "kernel_size", op)
-    stride = kernel_size if stride is None or stride == [] or stride == () else \
+    stride = kernel_size if stride is None or stride == () else \
         positive(pair(stride, "stride", op), "stride", op)
     dilation = positive(pair(dilation, "dilation", op), "dilation", op)
     padding = pair(padding, "padding", op)
@@ -40,20 +52,18 @@ def pool_params(x: Tensor, kernel_size, stride, padding, dilation, ceil_mode, op
     if padding[0] > kernel_size[0] // 2 or padding[1] > kernel_size[1] // 2:
         raise ValueError(f"{op}: padding {padding} should be at most half of the kernel size "
                          f"{kernel_size}")
-    out = []
-    for size, k, s, p, d in zip(x.shape[2:], kernel_size, stride, padding, dilation, strict=True):
-        o = pool_output_size(size, k, s, p, d, bool(ceil_mode))
+    for size, k, s, p, d in zip(shape[2:], kernel_size, stride, padding, dilation, strict=True):
+        o = pool_output_size(size, k, s, p, d, ceil_mode)
         if o < 1:
             raise ShapeError(f"{op}: the output size would be less than 1 for an input of "
-                             f"shape {x.shape} (kernel {kernel_size}, stride {stride}, padding "
+                             f"shape {shape} (kernel {kernel_size}, stride {stride}, padding "
                              f"{padding}, dilation {dilation})")
         if empty_windows(size, k, s, p, d, o):
-            raise ShapeError(f"{op}: some windows of an input of shape {x.shape} hold only "
+            raise ShapeError(f"{op}: some windows of an input of shape {shape} hold only "
                              f"padding (kernel {kernel_size}, dilation {dilation}, padding "
                              f"{padding}); use less padding or dilation")
-        out.append(o)
-    return dict(kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation,
-                ceil_mode=bool(ceil_mode))
+    return (("kernel_size", kernel_size), ("stride", stride), ("padding", padding),
+            ("dilation", dilation), ("ceil_mode", ceil_mode))
 
 
 def _unbatched(fn, x, *args, **kwargs):

@@ -88,7 +88,7 @@ def test_third_party_backend_registered_at_run_time():
             calls.append((a.shape, b.shape))
             return super().matmul(a, b)
 
-    ndlite.register_backend("traced", lambda device: Traced())
+    ndlite.register_backend("Traced", lambda device: Traced())  # names are case-insensitive
     x = ndlite.tensor(np.ones((2, 3)), backend="traced", requires_grad=True)
     w = ndlite.tensor(np.full((3, 1), 2.0), backend="traced")
     (x @ w).sum().backward()
