@@ -206,13 +206,14 @@ def _toposort(roots: Sequence[Node]) -> list[Node]:
     return order
 
 
-def _accumulate(leaf, grad) -> None:
-    """Add `grad` into `leaf.grad`. Outside create_graph the first gradient is copied: backward
-    passes often hand the same buffer to several inputs (add, reshape), and an in-place change
-    to one `.grad` must not show in another."""
+def _accumulate(leaf, grad, owned: bool) -> None:
+    """Add `grad` into `leaf.grad`. Outside create_graph, a first gradient that may share its
+    buffer (backward passes hand the same buffer to several inputs: add, reshape, the
+    caller's gradient) is copied, so an in-place change to one `.grad` shows nowhere else;
+    an `owned` one (a fresh result that reached this leaf alone) is kept as it is."""
     if leaf.grad is not None:
         leaf.grad = leaf.grad + grad
-    elif grad_enabled:
+    elif grad_enabled or owned:
         leaf.grad = grad
     else:
         leaf.grad = type(grad)._make(grad._backend.copy(grad._data), grad._backend)
@@ -244,26 +245,30 @@ def run_backward(outputs, grad_outputs, retain_graph: bool, create_graph: bool,
     captured: dict = {}
     if capture is not None:
         wanted = {id(edge(t)): i for i, t in enumerate(capture) if edge(t) is not None}
+    # gradient tensors already held somewhere (the caller's, a node's, a leaf's): a leaf may
+    # keep a gradient without copying it only if it is in none of these and is no view
+    held = {id(g) for g in grad_outputs}
 
     def deliver(target, g):
         if type(target) is Node:
             prev = grads.get(target)
             grads[target] = g if prev is None else prev + g
+            held.add(id(grads[target]))
         elif capture is not None:
             if id(target) in wanted:
                 prev = captured.get(id(target))
                 captured[id(target)] = g if prev is None else prev + g
         else:
-            _accumulate(target, g)
-
-    # leaves given directly as outputs (x.backward() on a leaf)
-    for target in list(grads):
-        if type(target) is not Node:
-            deliver(target, grads.pop(target))
+            _accumulate(target, g, owned=id(g) not in held and g._vbox is None)
+            held.add(id(g))
 
     previous_mode = grad_enabled
     grad_enabled = create_graph
     try:
+        # leaves given directly as outputs (x.backward() on a leaf)
+        for target in list(grads):
+            if type(target) is not Node:
+                deliver(target, grads.pop(target))
         for node in _toposort(roots):
             grad = grads.pop(node, None)
             if grad is None:
@@ -273,7 +278,7 @@ def run_backward(outputs, grad_outputs, retain_graph: bool, create_graph: bool,
             if node.retained is not None:
                 owner = node.retained()
                 if owner is not None and capture is None:
-                    _accumulate(owner, grad)
+                    _accumulate(owner, grad, owned=False)
             if node.freed:
                 raise RuntimeError(
                     f"trying to backward through the graph a second time (through "

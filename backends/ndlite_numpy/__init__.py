@@ -101,6 +101,14 @@ class NumpyBackend(XpBackend):
     def info(self) -> dict:
         return {**super().info(), "numpy": np.__version__, "devices": [self.device_name()]}
 
+    def matmul(self, a, b):
+        # A Linear layer at a small batch is x @ W.T with W row-major: OpenBLAS computes that
+        # skinny product up to 30% faster as (W @ x.T).T (bench/overhead.py, Linear at batch 4)
+        if (a.ndim == 2 and b.ndim == 2 and 2 <= a.shape[0] <= 32 and min(b.shape) >= 256
+                and b.flags.f_contiguous and not b.flags.c_contiguous):
+            return np.matmul(b.T, a.T).T
+        return np.matmul(a, b)
+
     def to_numpy(self, x):
         # shares memory, like torch's Tensor.numpy() on the CPU
         return x

@@ -264,3 +264,23 @@ def test_first_gradient_is_not_shared_between_leaves():
     (a + b).sum().backward()
     a.grad.zero_()
     assert b.grad.tolist() == [1.0]
+
+
+def test_gradients_never_alias_the_callers_or_each_other():
+    x = leaf([1.0, 2.0])
+    g = ndlite.tensor([1.0, 1.0], dtype=ndlite.float64)
+    x.backward(g)  # a leaf as the output: its gradient is the caller's tensor
+    g.mul_(5)
+    assert x.grad.tolist() == [1.0, 1.0]
+    a, b = leaf([1.0]), leaf([[1.0]])
+    y = a + b.reshape(1)  # add hands one buffer to both; reshape makes a view of it
+    y.backward(ndlite.tensor([2.0], dtype=ndlite.float64))
+    a.grad.zero_()
+    assert b.grad.tolist() == [[2.0]]
+
+
+def test_a_fresh_gradient_is_kept_without_a_copy():
+    w = leaf(np.ones((3, 3)))
+    x = ndlite.tensor(np.ones((2, 3)), dtype=ndlite.float64)
+    ndlite.nn.functional.linear(x, w).sum().backward()
+    assert w.grad._vbox is None and w.grad.tolist() == [[2.0] * 3] * 3
