@@ -26,7 +26,7 @@ def pin_threads(n: int | None) -> int:
     return n
 
 
-def median_time(fn, number: int, repeat: int = 7, warmup: int = 1) -> float:
+def median_time(fn, number: int, repeat: int = 15, warmup: int = 1) -> float:
     """The median over `repeat` runs of the mean time of one call (seconds), after warm-up."""
     for _ in range(warmup):
         for _ in range(max(number // 10, 1)):

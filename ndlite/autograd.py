@@ -94,7 +94,8 @@ Tensor = None  # set by ndlite.tensor once the class exists (avoids an import cy
 class Node:
     """One recorded op application: everything its backward needs, and where gradients go."""
 
-    __slots__ = ("op", "next", "saved", "versions", "out_data", "params", "shapes", "backend",
+    __slots__ = ("op", "next", "saved", "versions", "out_data", "out_version", "params", "shapes",
+                 "backend",
                  "retained", "freed", "__weakref__")
 
     def __init__(self, op, next, backend, shapes, params):
@@ -106,6 +107,7 @@ class Node:
         self.saved = ()
         self.versions = ()
         self.out_data = None
+        self.out_version = None
         self.retained = None
         self.freed = False
 
@@ -146,6 +148,12 @@ def version_of(t) -> tuple:
     return (box, box[0])
 
 
+def _version(t) -> int:
+    """A saved input's version now (a tensor without a counter was never modified: 0)."""
+    box = getattr(t, "_vbox", None)
+    return 0 if box is None else box[0]
+
+
 def record(op, inputs: Sequence, out, params=None):
     """Attach a node for `op` to tensor `out`: called by ops when grad mode is on and an
     input requires grad. `inputs` are the op's operands (Tensors, or Python scalars, which
@@ -162,21 +170,26 @@ def record(op, inputs: Sequence, out, params=None):
     node = Node(op, tuple(next), out._backend, tuple(shapes), params)
     if op.save_inputs:
         node.saved = tuple(inputs)
-        node.versions = tuple(version_of(t) for t in inputs if t.__class__ is Tensor)
+        # plain numbers: the saved tensors themselves lead to their counters at backward time
+        node.versions = tuple(_version(t) for t in inputs)
     if op.save_output:
         node.out_data = out._data
-        node.versions += (version_of(out),)
+        node.out_version = version_of(out)
     out._node = node
     out._rg = True
     return out
 
 
 def _check_versions(node: Node) -> None:
-    for box, version in node.versions:
-        if box[0] != version:
+    found = [(_version(t), v) for t, v in zip(node.saved, node.versions)]
+    if node.out_version is not None:
+        box, version = node.out_version
+        found.append((box[0], version))
+    for now, version in found:
+        if now != version:
             raise RuntimeError(
                 f"one of the tensors needed for the gradient of {node.op.name!r} has been "
-                f"modified by an in-place operation (it is at version {box[0]}, expected "
+                f"modified by an in-place operation (it is at version {now}, expected "
                 f"version {version}); clone it before modifying it, or modify a copy"
             )
 

@@ -41,6 +41,7 @@ def _array(r, _ndarray=np.ndarray, _asarray=np.asarray):
 
 
 _add_reduce, _max_reduce, _min_reduce = np.add.reduce, np.maximum.reduce, np.minimum.reduce
+_maximum = np.maximum
 
 _SAME_WIDTH_INT = {np.dtype(np.float32): np.int32, np.dtype(np.float64): np.int64,
                    np.dtype(np.int32): np.int32, np.dtype(np.int64): np.int64}
@@ -100,6 +101,10 @@ class NumpyBackend(XpBackend):
 
     def info(self) -> dict:
         return {**super().info(), "numpy": np.__version__, "devices": [self.device_name()]}
+
+    def relu(self, x):
+        # a Python 0 is weak (keeps x's dtype) and cheaper than building a NumPy scalar
+        return _array(_maximum(x, 0))
 
     def matmul(self, a, b):
         # A Linear layer at a small batch is x @ W.T with W row-major: OpenBLAS computes that
