@@ -2,12 +2,19 @@
 fixture under its short name (every available backend in turn, a missing one skipped with
 the reason; pick others with `--ndlite-backend NAME`)."""
 
+from importlib.metadata import entry_points
+
 import pytest
 
 from ndlite.testing import register_profiles
 from ndlite.testing.plugin import chosen_backends, report_lines
 
 PROFILE = register_profiles()
+
+# Installed, the kit's plugin arrives through its pytest11 entry point; from a source checkout
+# on PYTHONPATH (no entry points) it is loaded here instead.
+if not any(ep.value.startswith("ndlite.testing.plugin") for ep in entry_points(group="pytest11")):
+    pytest_plugins = ["ndlite.testing.plugin"]
 
 
 def pytest_report_header(config):
