@@ -40,6 +40,27 @@ def median_time(fn, number: int, repeat: int = 15, warmup: int = 1) -> float:
     return statistics.median(runs)
 
 
+def cuda_time_ms(fn, warmup: int = 3, repeats: int = 15, inner: int = 20) -> list[float]:
+    """Milliseconds per call of fn, one figure per repeat, from CUDA events around `inner`
+    back-to-back calls after warm-up (the GPU's timeline: launch-bound calls measure the
+    host's pace). Needs CuPy."""
+    import cupy
+
+    for _ in range(warmup):
+        fn()
+    cupy.cuda.Device().synchronize()
+    times = []
+    for _ in range(repeats):
+        start, end = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record()
+        for _ in range(inner):
+            fn()
+        end.record()
+        end.synchronize()
+        times.append(cupy.cuda.get_elapsed_time(start, end) / inner)
+    return times
+
+
 def cpu_name() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():

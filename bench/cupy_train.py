@@ -32,6 +32,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import cuda_time_ms  # noqa: E402
 
 import ndlite  # noqa: E402
 from ndlite.nn import functional as F  # noqa: E402
@@ -202,25 +205,6 @@ LAYERS = [((BATCH, 1, 28, 28), (32, 1, 5, 5), False),  # (input, weight, input n
           ((BATCH, 64, 4, 4), (128, 64, 3, 3), True)]
 
 
-def time_ms(fn, inner: int = 20, repeats: int = 15) -> list:
-    """Milliseconds per call of fn on CUDA events, around `inner` back-to-back calls."""
-    import cupy
-
-    for _ in range(3):
-        fn()
-    cupy.cuda.Device().synchronize()
-    out = []
-    for _ in range(repeats):
-        start, end = cupy.cuda.Event(), cupy.cuda.Event()
-        start.record()
-        for _ in range(inner):
-            fn()
-        end.record()
-        end.synchronize()
-        out.append(cupy.cuda.get_elapsed_time(start, end) / inner)
-    return out
-
-
 def conv_layer(backend, torch, x_shape, w_shape, input_grad, r) -> dict:
     import cupy
 
@@ -244,8 +228,8 @@ def conv_layer(backend, torch, x_shape, w_shape, input_grad, r) -> dict:
         y = torch.nn.functional.conv2d(tx, tw)
         torch.autograd.grad(y, [tx, tw] if input_grad else [tw], tg)
 
-    median = {"ndlite": statistics.median(time_ms(ndlite_pass)),
-              "torch": statistics.median(time_ms(torch_pass))}
+    median = {"ndlite": statistics.median(cuda_time_ms(ndlite_pass)),
+              "torch": statistics.median(cuda_time_ms(torch_pass))}
     return {"input": list(x_shape), "weight": list(w_shape), "input_grad": input_grad,
             "median_ms": median, "ratio_ndlite_over_torch": median["ndlite"] / median["torch"]}
 

@@ -16,30 +16,17 @@ import argparse
 import json
 import platform
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import cupy
 import numpy as np
 
 import ndlite
 
-
-def gpu_time_ms(fn, warmup: int, repeats: int, inner: int) -> list[float]:
-    """Milliseconds per call of fn, one figure per repeat, from CUDA events around `inner`
-    back-to-back calls (the GPU's timeline: launch-bound calls measure the host's pace)."""
-    for _ in range(warmup):
-        fn()
-    cupy.cuda.Device().synchronize()
-    times = []
-    for _ in range(repeats):
-        start, end = cupy.cuda.Event(), cupy.cuda.Event()
-        start.record()
-        for _ in range(inner):
-            fn()
-        end.record()
-        end.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(start, end) / inner)
-    return times
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import cuda_time_ms  # noqa: E402
 
 
 def torch_time_ms(torch, fn, warmup: int, repeats: int, inner: int) -> list[float]:
@@ -84,7 +71,7 @@ def bench_matmul(b, torch, n: int, repeats: int) -> dict:
     times = {name: [] for name in runs}
     for _ in range(repeats):  # interleaved, so clock drift hits every side alike
         for name, fn in runs.items():
-            times[name] += gpu_time_ms(fn, warmup=1, repeats=1, inner=1)
+            times[name] += cuda_time_ms(fn, warmup=1, repeats=1, inner=1)
     if torch is not None:
         pa = torch.as_tensor(a, device="cuda")
         pc = torch.as_tensor(c, device="cuda")
@@ -132,9 +119,9 @@ def bench_tiny_ops(b, torch, shape: tuple, repeats: int, inner: int) -> dict:
                      "sum": lambda: px.sum(), "matmul": lambda: px @ py}
     result = {"shape": list(shape), "dtype": "float32", "inner_calls": inner, "ops": {}}
     for name, (raw, backend, tensor) in ops.items():
-        sides = {"raw cupy": gpu_time_ms(raw, 200, repeats, inner),
-                 "ndlite backend": gpu_time_ms(backend, 200, repeats, inner),
-                 "ndlite tensor": gpu_time_ms(tensor, 200, repeats, inner)}
+        sides = {"raw cupy": cuda_time_ms(raw, 200, repeats, inner),
+                 "ndlite backend": cuda_time_ms(backend, 200, repeats, inner),
+                 "ndlite tensor": cuda_time_ms(tensor, 200, repeats, inner)}
         if torch is not None:
             sides["torch"] = torch_time_ms(torch, torch_ops[name], 200, repeats, inner)
         raw_median = statistics.median(sides["raw cupy"])
