@@ -158,20 +158,23 @@ def record(op, inputs: Sequence, out, params=None):
     """Attach a node for `op` to tensor `out`: called by ops when grad mode is on and an
     input requires grad. `inputs` are the op's operands (Tensors, or Python scalars, which
     get no gradient). Returns `out`."""
-    next, shapes = [], []
+    next, shapes, versions = [], [], []
     for t in inputs:
         if t.__class__ is Tensor:
             node = t._node
             next.append(node if node is not None else (t if t._rg else None))
             shapes.append(t._data.shape)
+            box = t._vbox
+            versions.append(0 if box is None else box[0])
         else:
             next.append(None)
             shapes.append(())
+            versions.append(0)
     node = Node(op, tuple(next), out._backend, tuple(shapes), params)
     if op.save_inputs:
         node.saved = tuple(inputs)
         # plain numbers: the saved tensors themselves lead to their counters at backward time
-        node.versions = tuple(_version(t) for t in inputs)
+        node.versions = tuple(versions)
     if op.save_output:
         node.out_data = out._data
         node.out_version = version_of(out)

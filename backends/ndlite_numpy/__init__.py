@@ -109,8 +109,8 @@ class NumpyBackend(XpBackend):
     def matmul(self, a, b):
         # A Linear layer at a small batch is x @ W.T with W row-major: OpenBLAS computes that
         # skinny product up to 30% faster as (W @ x.T).T (bench/overhead.py, Linear at batch 4)
-        if (a.ndim == 2 and b.ndim == 2 and 2 <= a.shape[0] <= 32 and min(b.shape) >= 256
-                and b.flags.f_contiguous and not b.flags.c_contiguous):
+        if (b.shape[-1] >= 256 and b.ndim == 2 and a.ndim == 2 and 2 <= a.shape[0] <= 32
+                and b.shape[0] >= 256 and b.flags.f_contiguous and not b.flags.c_contiguous):
             return np.matmul(b.T, a.T).T
         return np.matmul(a, b)
 

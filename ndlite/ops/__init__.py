@@ -1,8 +1,8 @@
 """Differentiable ops, grouped by kind. Each op declares its forward (backend primitives),
 its backward (Tensor ops) and its test spec once, in the registry (`OPS`)."""
 
-from . import elementwise, indexing, inplace, linalg, movement, reduce
-from . import activation, conv, loss, pool  # noqa: I001  (neural-network ops, after the core)
+from . import elementwise, indexing, inplace, linalg, movement, reduce  # noqa: I001 (core first)
+from . import activation, conv, loss, pool  # the neural-network ops, built on the core
 from .registry import EXACT, OPS, SCALED, TRANSCENDENTAL, Op, Spec, declare, register, resolve
 
 __all__ = ["OPS", "Op", "Spec", "register", "declare", "resolve", "SCALED", "EXACT",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import builtins
 from collections import namedtuple
 
-from .. import creation
+from .. import autograd, creation
 from ..dtypes import bool_, int64
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor, _dim
@@ -74,7 +74,14 @@ def sum(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:  # no
         x = x.to(dtype)
     elif x._data.dtype.kind != "f":
         x = x.to(int64)
-    return unary(Sum, x, axes=axes, keepdims=bool(keepdim))
+    # the hottest reduction (every unbroadcast in a backward pass): called directly, not
+    # through unary's keyword packing
+    keepdim = keepdim is True or bool(keepdim)
+    backend = x._backend
+    out = Tensor._make(Sum.forward(backend, x._data, axes, keepdim), backend)
+    if x._rg and autograd.grad_enabled:
+        autograd.record(Sum, (x,), out, {"axes": axes, "keepdims": keepdim})
+    return out
 
 
 def _count(x: Tensor, axes: tuple) -> int:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 
@@ -246,7 +246,7 @@ def check(op, case: Case, backend, dtype, seed: int = 0, determinism: bool = Tru
     return outcome
 
 
-@lru_cache(maxsize=None)
+@cache
 def cases(op, dtype):
     """The hypothesis strategy of Cases for `op` in `dtype`: the op's sampler, with inputs
     moved off its kinks when its tolerance is not bitwise (near a kink, float32 rounding
