@@ -115,14 +115,6 @@ class Node:
     def name(self) -> str:
         return self.op.name
 
-    @property
-    def needs(self) -> tuple:
-        """For each input: whether its gradient is wanted."""
-        return tuple(n is not None for n in self.next)
-
-    def needs_grad(self, i: int) -> bool:
-        return self.next[i] is not None
-
     def output(self):
         """The op's output as a tensor attached to this node (for backward of exp, tanh, ...)."""
         from .tensor import Tensor

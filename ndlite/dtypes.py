@@ -29,8 +29,6 @@ int = int32  # noqa: A001
 long = int64
 
 SUPPORTED = (float32, float64, int32, int64, bool_)
-FLOATING = (float32, float64)
-INTEGER = (int32, int64)
 
 default_float = float32
 default_int = int64
@@ -69,10 +67,6 @@ def as_dtype(dtype) -> np.dtype:
     raise DTypeError(
         f"dtype {dtype!r} is not supported; ndlite has float32, float64, int32, int64 and bool"
     )
-
-
-def is_floating(dtype: np.dtype) -> bool:
-    return dtype.kind == "f"
 
 
 @cache

@@ -45,8 +45,3 @@ class KernelBuildError(RuntimeError):
         self.log = log
         super().__init__(f"{message}\n--- build log ---\n{log}" if log else message)
 
-
-def shapes_str(*shapes) -> str:
-    """`(3, 4) and (5, 6)`: shapes as an error message lists them."""
-    parts = [str(tuple(s)) for s in shapes]
-    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
