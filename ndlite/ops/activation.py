@@ -187,11 +187,15 @@ class Gelu(Op):
                 domain=(-4.0, 4.0), second_order=True)
     save_inputs = True
 
+    # The tanh form 0.5 x (1 + tanh(z)) is computed as x * sigmoid(2 z): the same function, but
+    # 1 + tanh(z) and 1 - tanh(z)^2 cancel in float32 where tanh(z) is near -1, while
+    # sigmoid(2 z) and sigmoid(2 z) sigmoid(-2 z) = (1 - tanh(z)^2) / 4 do not.
+
     @staticmethod
     def forward(b, x, approximate):
         if approximate == "tanh":
-            inner = b.mul(b.add(x, b.mul(b.mul(b.mul(x, x), x), 0.044715)), _SQRT_2_OVER_PI)
-            return b.mul(b.mul(x, 0.5), b.add(b.tanh(inner), 1))
+            z2 = b.mul(b.add(x, b.mul(b.mul(b.mul(x, x), x), 0.044715)), 2 * _SQRT_2_OVER_PI)
+            return b.mul(x, b.sigmoid(z2))
         cdf = b.mul(b.add(erf_approx(b, b.mul(x, _INV_SQRT_2)), 1), 0.5)
         return b.mul(x, cdf)
 
@@ -199,10 +203,10 @@ class Gelu(Op):
     def backward(node, grad):
         x = node.saved[0]
         if node.params["approximate"] == "tanh":
-            inner = (x + x * x * x * 0.044715) * _SQRT_2_OVER_PI
-            t = inner.tanh()
-            d_inner = (1 + x * x * (3 * 0.044715)) * _SQRT_2_OVER_PI
-            return grad * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * d_inner)
+            z2 = (x + x * x * x * 0.044715) * (2 * _SQRT_2_OVER_PI)
+            s, s_neg = z2.sigmoid(), (-z2).sigmoid()
+            d_z2 = (1 + x * x * (3 * 0.044715)) * (2 * _SQRT_2_OVER_PI)
+            return grad * (s + x * s * s_neg * d_z2)
         cdf = (erf(x * _INV_SQRT_2) + 1) * 0.5
         pdf = exp(x * x * -0.5) * _INV_SQRT_2PI
         return grad * (cdf + x * pdf)
