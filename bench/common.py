@@ -61,6 +61,20 @@ def cuda_time_ms(fn, warmup: int = 3, repeats: int = 15, inner: int = 20) -> lis
     return times
 
 
+def torch_seed_cnn():
+    """PyTorch's twin of `ndlite.nn.models.mnist_cnn` (the seed network), seeded with 0, on
+    the CPU. Needs PyTorch."""
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+    return nn.Sequential(
+        nn.Conv2d(1, 32, 5), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(32, 64, 5), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(64, 128, 3), nn.ReLU(), nn.Flatten(),
+        nn.Linear(512, 128), nn.ReLU(), nn.Linear(128, 10), nn.LogSoftmax(dim=1))
+
+
 def cpu_name() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():

@@ -34,7 +34,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import cuda_time_ms  # noqa: E402
+from common import cuda_time_ms, torch_seed_cnn  # noqa: E402
 
 import ndlite  # noqa: E402
 from ndlite.nn import functional as F  # noqa: E402
@@ -49,17 +49,6 @@ def load_torch():
     torch.backends.cudnn.allow_tf32 = False
     torch.set_float32_matmul_precision("highest")
     return torch
-
-
-def torch_model(torch):
-    from torch import nn
-
-    torch.manual_seed(0)
-    return nn.Sequential(
-        nn.Conv2d(1, 32, 5), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(32, 64, 5), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(64, 128, 3), nn.ReLU(), nn.Flatten(),
-        nn.Linear(512, 128), nn.ReLU(), nn.Linear(128, 10), nn.LogSoftmax(dim=1)).cuda()
 
 
 def machine(backend) -> dict:
@@ -133,7 +122,7 @@ class NdliteGraph(NdliteEager):
 class TorchEager:
     def __init__(self, torch):
         self.torch = torch
-        self.model = torch_model(torch)
+        self.model = torch_seed_cnn().cuda()
         self.opt = torch.optim.RMSprop(self.model.parameters(), lr=1e-3)
 
     def epoch(self, data) -> float:

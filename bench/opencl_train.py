@@ -24,6 +24,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import torch_seed_cnn  # noqa: E402
 
 
 def batches_of(data, limit: int | None, size: int = 128) -> list:
@@ -58,16 +60,10 @@ def ndlite_steps(batches, backend, state) -> float:
 
 def torch_state():
     import torch
-    from torch import nn
 
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-    torch.manual_seed(0)
-    model = nn.Sequential(
-        nn.Conv2d(1, 32, 5), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(32, 64, 5), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(64, 128, 3), nn.ReLU(), nn.Flatten(),
-        nn.Linear(512, 128), nn.ReLU(), nn.Linear(128, 10), nn.LogSoftmax(dim=1)).cuda()
+    model = torch_seed_cnn().cuda()
     return model, torch.optim.RMSprop(model.parameters(), lr=1e-3)
 
 

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import pin_threads, save  # noqa: E402
+from common import pin_threads, save, torch_seed_cnn  # noqa: E402
 
 
 def ndlite_epoch(batches, state: dict) -> float:
@@ -42,16 +42,10 @@ def ndlite_epoch(batches, state: dict) -> float:
 
 def torch_epoch(batches, state: dict) -> float:
     import torch
-    from torch import nn
     from torch.nn import functional as F
 
     if "model" not in state:
-        torch.manual_seed(0)
-        state["model"] = nn.Sequential(
-            nn.Conv2d(1, 32, 5), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Conv2d(32, 64, 5), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Conv2d(64, 128, 3), nn.ReLU(), nn.Flatten(),
-            nn.Linear(512, 128), nn.ReLU(), nn.Linear(128, 10), nn.LogSoftmax(dim=1))
+        state["model"] = torch_seed_cnn()
         state["opt"] = torch.optim.RMSprop(state["model"].parameters(), lr=1e-3)
     model, opt = state["model"], state["opt"]
     start = time.perf_counter()
