@@ -15,7 +15,7 @@ import numpy as np
 
 from ndlite.device import BackendUnavailableError, XpBackend
 
-from . import nn
+from . import nn, scratch, threads
 
 
 def _array_ufunc(ufunc, arity: int):
@@ -92,6 +92,7 @@ class NumpyBackend(XpBackend):
                 "use NDLITE_BACKEND=numpy",
             )
         super().__init__(np)
+        scratch.settle_malloc()
 
     def _array_result(self, ufunc, arity):
         return _array_ufunc(ufunc, arity)
@@ -111,8 +112,8 @@ class NumpyBackend(XpBackend):
         # skinny product up to 30% faster as (W @ x.T).T (bench/overhead.py, Linear at batch 4)
         if (b.shape[-1] >= 256 and b.ndim == 2 and a.ndim == 2 and 2 <= a.shape[0] <= 32
                 and b.shape[0] >= 256 and b.flags.f_contiguous and not b.flags.c_contiguous):
-            return np.matmul(b.T, a.T).T
-        return np.matmul(a, b)
+            return threads.matmul(b.T, a.T).T
+        return threads.matmul(a, b)
 
     def to_numpy(self, x):
         # shares memory, like torch's Tensor.numpy() on the CPU

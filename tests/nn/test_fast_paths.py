@@ -1,8 +1,12 @@
 """The optional fast paths of the device contract: the fallbacks (composed from primitives)
 and the NumPy backend's overrides, both against the loop references in nn_reference.py, over
-hypothesis-drawn geometry (stride, padding, dilation, groups, non-square, ceil_mode)."""
+hypothesis-drawn geometry (stride, padding, dilation, groups, non-square, ceil_mode), with the
+NumPy backend's batch cut into pieces for 1 and 3 threads."""
+
+import contextlib
 
 import ndlite_numpy.nn
+import ndlite_numpy.threads
 import nn_reference as ref
 import numpy as np
 import pytest
@@ -25,6 +29,18 @@ class Direct:
 IMPLEMENTATIONS = {"fallback": Direct(), "numpy": B}
 
 
+@contextlib.contextmanager
+def pieces(threads: int):
+    """Every NumPy fast path splits its batch over `threads` threads, however small."""
+    before = ndlite_numpy.threads.MIN_WORK
+    ndlite_numpy.threads.MIN_WORK = 0
+    try:
+        with ndlite_numpy.threads.forced(threads):
+            yield
+    finally:
+        ndlite_numpy.threads.MIN_WORK = before
+
+
 @st.composite
 def conv_geometry(draw):
     groups = draw(st.integers(1, 3))
@@ -35,7 +51,7 @@ def conv_geometry(draw):
     ph, pw = draw(st.integers(0, 2)), draw(st.integers(0, 2))
     h = draw(st.integers(max(1, dh * (kh - 1) + 1 - 2 * ph), 7))
     w = draw(st.integers(max(1, dw * (kw - 1) + 1 - 2 * pw), 7))
-    n = draw(st.integers(1, 2))
+    n = draw(st.integers(1, 4))
     rng = np.random.default_rng(draw(st.integers(0, 2**16)))
     x = rng.standard_normal((n, groups * cg, h, w))
     weight = rng.standard_normal((groups * og, cg, kh, kw))
@@ -44,11 +60,13 @@ def conv_geometry(draw):
 
 @pytest.mark.parametrize("impl", IMPLEMENTATIONS)
 @pytest.mark.parametrize("layout", [0, 10**9], ids=["per-image", "batch-inner"])
+@pytest.mark.parametrize("threads", [1, 3])
 @given(case=conv_geometry())
-def test_conv2d_forward_and_grads(impl, layout, case):
+def test_conv2d_forward_and_grads(impl, layout, threads, case):
     ndlite_numpy.nn.WIDE_ROWS = layout  # both NumPy layouts (restored below)
     try:
-        _check_conv(impl, case)
+        with pieces(threads):
+            _check_conv(impl, case)
     finally:
         ndlite_numpy.nn.WIDE_ROWS = DEFAULT_LAYOUT
 
@@ -68,6 +86,23 @@ def _check_conv(impl, case):
                                rtol=1e-10, atol=1e-10)
 
 
+@pytest.mark.parametrize("layout", [0, 10**9], ids=["per-image", "batch-inner"])
+def test_conv2d_reused_buffers_keep_their_zero_border(layout):
+    """Two geometries with one padded size (1 + 2*1 == 3 + 2*0): the second call's border must
+    be zero, not the first call's image."""
+    ndlite_numpy.nn.WIDE_ROWS = layout
+    try:
+        rng = np.random.default_rng(0)
+        weight = rng.standard_normal((2, 2, 3, 3))
+        B.conv2d(rng.standard_normal((2, 2, 1, 3)), weight, (1, 1), (1, 0), (1, 1), 1)
+        x = rng.standard_normal((2, 2, 3, 1))
+        got = B.conv2d(x, weight, (1, 1), (0, 1), (1, 1), 1)  # padded to 3x3 both times
+        np.testing.assert_allclose(got, ref.conv2d(x, weight, stride=(1, 1), padding=(0, 1),
+                                                   dilation=(1, 1), groups=1), rtol=1e-12)
+    finally:
+        ndlite_numpy.nn.WIDE_ROWS = DEFAULT_LAYOUT
+
+
 @st.composite
 def pool_geometry(draw, dilation=True):
     kh, kw = draw(st.integers(1, 3)), draw(st.integers(1, 3))
@@ -80,7 +115,7 @@ def pool_geometry(draw, dilation=True):
     ceil_mode = draw(st.booleans())
     h = draw(st.integers(max(1, dh * (kh - 1) + 1 - 2 * ph), 7))
     w = draw(st.integers(max(1, dw * (kw - 1) + 1 - 2 * pw), 7))
-    shape = (draw(st.integers(1, 2)), draw(st.integers(1, 2)), h, w)
+    shape = (draw(st.integers(1, 4)), draw(st.integers(1, 2)), h, w)
     for size, k, s, p, d in zip((h, w), (kh, kw), (sh, sw), (ph, pw), (dh, dw), strict=True):
         out = ref.out_size(size, k, s, p, d, ceil_mode)
         assume(not fallbacks.empty_windows(size, k, s, p, d, out))
@@ -92,8 +127,14 @@ def pool_geometry(draw, dilation=True):
 
 
 @pytest.mark.parametrize("impl", IMPLEMENTATIONS)
+@pytest.mark.parametrize("threads", [1, 3])
 @given(case=pool_geometry())
-def test_max_pool2d_values_indices_and_grad(impl, case):
+def test_max_pool2d_values_indices_and_grad(impl, threads, case):
+    with pieces(threads):
+        _check_max_pool(impl, case)
+
+
+def _check_max_pool(impl, case):
     x, p = case
     b = IMPLEMENTATIONS[impl]
     k, s, pad, d, ceil = (p["kernel_size"], p["stride"], p["padding"], p["dilation"],

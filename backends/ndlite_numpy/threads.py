@@ -1,0 +1,157 @@
+"""The NumPy backend's own threads: its heavy ops (convolution, pooling, large matmuls) split
+their work over the batch and run the parts at once, each part with single-threaded BLAS.
+
+Why not leave threading to BLAS: OpenBLAS parallelizes only the matrix products, and after each
+one its worker threads spin for a while (about 0.1 s) waiting for more work, so any copy run on
+a second thread of ours right after a product competes with a spinning thread and gains nothing
+(docs/DESIGN.md, "CPU performance of the NumPy backend"). Inside `run` BLAS is held at one
+thread, so its workers sleep, and the backend's threads have the cores to themselves.
+
+How many threads: as many as BLAS may use (OPENBLAS_NUM_THREADS, OMP_NUM_THREADS, or
+threadpoolctl.threadpool_limits around the calls), so there is one knob, as with NumPy alone.
+Without a BLAS that threadpoolctl can control, everything runs on the calling thread.
+
+Rules for the parts, which run on worker threads:
+- they write only into arrays allocated by the caller (the `out=` forms of NumPy calls): a large
+  array allocated on a worker comes from a glibc per-thread arena that returns it to the OS when
+  freed, so every call would page-fault it in afresh (measured: ~7,700 faults per training step);
+- every part's result depends only on its own slice, so results are deterministic for a given
+  thread count.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor, wait
+
+import numpy as np
+
+#: the least work (in multiply-adds, or an estimate of as many simple operations) worth splitting
+MIN_WORK = 1 << 21
+#: OpenBLAS multi-threads a product from this many multiply-adds on (interface/gemm.c)
+BLAS_THREADED = 1 << 18
+
+_lock = threading.Lock()  # one parallel section at a time; another caller runs inline
+_pool: ThreadPoolExecutor | None = None
+_pool_size = 0
+_blas: list | None = None  # threadpoolctl controllers of the BLAS libraries, found once
+_forced: int | None = None
+_cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def _controllers() -> list:
+    global _blas
+    if _blas is None:
+        try:
+            from threadpoolctl import ThreadpoolController
+
+            _blas = list(ThreadpoolController().select(user_api="blas").lib_controllers)
+        except Exception:  # no threadpoolctl, or a BLAS it cannot drive: run on one thread
+            _blas = []
+    return _blas
+
+
+def count() -> int:
+    """How many threads the backend's heavy ops use now."""
+    if _forced is not None:
+        return _forced
+    blas = _controllers()
+    if not blas:
+        return 1
+    return max(1, min(max(c.num_threads for c in blas), _cores))
+
+
+class forced:
+    """Context manager that fixes the thread count (tests, benchmarks): `with forced(3): ...`."""
+
+    def __init__(self, n: int):
+        self.n = n
+
+    def __enter__(self):
+        global _forced
+        self.before, _forced = _forced, self.n
+
+    def __exit__(self, *exc):
+        global _forced
+        _forced = self.before
+
+
+def chunks(n: int, parts: int) -> list[tuple[int, int]]:
+    """range(n) cut into `parts` contiguous (start, stop) pieces of near-equal size."""
+    parts = max(1, min(parts, n))
+    bounds = [n * i // parts for i in range(parts + 1)]
+    return [(bounds[i], bounds[i + 1]) for i in range(parts)]
+
+
+def plan(n: int, work: float) -> list[tuple[int, int]]:
+    """The pieces of a batch of `n` for an op doing `work` in all: one piece when small."""
+    return chunks(n, count() if work >= MIN_WORK else 1)
+
+
+def run(part, pieces: list[tuple[int, int]]) -> list:
+    """part(start, stop) for every piece, at once, with BLAS single-threaded; results in order.
+
+    The first piece runs on the calling thread. With one thread in all, or while another
+    parallel section is in progress (a nested or concurrent call), everything runs inline with
+    BLAS as it is."""
+    if count() == 1 or not _lock.acquire(blocking=False):
+        return [part(*p) for p in pieces]
+    try:
+        global _pool, _pool_size
+        if len(pieces) - 1 > _pool_size:
+            if _pool is not None:
+                _pool.shutdown(wait=False)
+            _pool_size = len(pieces) - 1
+            _pool = ThreadPoolExecutor(_pool_size, thread_name_prefix="ndlite-numpy")
+        saved = [(c, c.num_threads) for c in _controllers()]
+        for c, _ in saved:
+            c.set_num_threads(1)
+        try:
+            futures = [_pool.submit(part, *p) for p in pieces[1:]]
+            try:
+                results = [part(*pieces[0])]
+            finally:
+                wait(futures)  # no part may still be writing when the caller goes on
+            return results + [f.result() for f in futures]  # raises the first part's error
+        finally:
+            for c, n in saved:
+                c.set_num_threads(n)
+    finally:
+        _lock.release()
+
+
+def _after_fork():  # a forked child has the pool object but not its threads
+    global _pool, _pool_size
+    _pool, _pool_size = None, 0
+
+
+os.register_at_fork(after_in_child=_after_fork)
+
+
+def matmul(a, b):
+    """np.matmul(a, b), with large products split over the threads: by rows of a 2-D product
+    (or columns when wider than tall), or by the leading axis of equal-batch stacks.
+
+    Products too small to split still run with BLAS at one thread, so that BLAS's own workers
+    never spin on the cores the other ops' threads need; broadcast stacks and other dtypes are
+    np.matmul's own."""
+    if a.dtype != b.dtype or a.dtype.char not in "fd" or a.ndim < 2 or b.ndim < 2:
+        return np.matmul(a, b)
+    m, n = a.shape[-2], b.shape[-1]
+    work = m * n * a.shape[-1] * (int(np.prod(a.shape[:-2])) if a.ndim > 2 else 1)
+    if work < BLAS_THREADED or count() == 1:
+        return np.matmul(a, b)  # BLAS runs it on one thread anyway
+    if a.ndim == 2 and b.ndim == 2:
+        out = np.empty((m, n), dtype=a.dtype)
+        if m >= n:
+            run(lambda lo, hi: np.matmul(a[lo:hi], b, out=out[lo:hi]), plan(m, work))
+        else:
+            run(lambda lo, hi: np.matmul(a, b[:, lo:hi], out=out[:, lo:hi]), plan(n, work))
+        return out
+    if a.shape[:-2] == b.shape[:-2]:
+        out = np.empty(a.shape[:-1] + (n,), dtype=a.dtype)
+        run(lambda lo, hi: np.matmul(a[lo:hi], b[lo:hi], out=out[lo:hi]),
+            plan(a.shape[0], work))
+        return out
+    return np.matmul(a, b)
