@@ -41,7 +41,7 @@ def _array(r, _ndarray=np.ndarray, _asarray=np.asarray):
 
 
 _add_reduce, _max_reduce, _min_reduce = np.add.reduce, np.maximum.reduce, np.minimum.reduce
-_maximum = np.maximum
+_maximum, _matmul = np.maximum, np.matmul
 
 _SAME_WIDTH_INT = {np.dtype(np.float32): np.int32, np.dtype(np.float64): np.int64,
                    np.dtype(np.int32): np.int32, np.dtype(np.int64): np.int64}
@@ -113,6 +113,8 @@ class NumpyBackend(XpBackend):
         if (b.shape[-1] >= 256 and b.ndim == 2 and a.ndim == 2 and 2 <= a.shape[0] <= 32
                 and b.shape[0] >= 256 and b.flags.f_contiguous and not b.flags.c_contiguous):
             return threads.matmul(b.T, a.T).T
+        if a.size * b.shape[-1] < threads.MIN_WORK:  # too small to split (checked here: cheap)
+            return _matmul(a, b)
         return threads.matmul(a, b)
 
     def to_numpy(self, x):

@@ -29,8 +29,6 @@ import numpy as np
 
 #: the least work (in multiply-adds, or an estimate of as many simple operations) worth splitting
 MIN_WORK = 1 << 21
-#: OpenBLAS multi-threads a product from this many multiply-adds on (interface/gemm.c)
-BLAS_THREADED = 1 << 18
 
 _lock = threading.Lock()  # one parallel section at a time; another caller runs inline
 _pool: ThreadPoolExecutor | None = None
@@ -92,10 +90,10 @@ def plan(n: int, work: float) -> list[tuple[int, int]]:
 def run(part, pieces: list[tuple[int, int]]) -> list:
     """part(start, stop) for every piece, at once, with BLAS single-threaded; results in order.
 
-    The first piece runs on the calling thread. With one thread in all, or while another
-    parallel section is in progress (a nested or concurrent call), everything runs inline with
-    BLAS as it is."""
-    if count() == 1 or not _lock.acquire(blocking=False):
+    The first piece runs on the calling thread. A single piece, or every piece while another
+    parallel section is in progress (a nested or concurrent call), runs inline with BLAS as it
+    is."""
+    if len(pieces) == 1 or not _lock.acquire(blocking=False):
         return [part(*p) for p in pieces]
     try:
         global _pool, _pool_size
@@ -133,15 +131,13 @@ def matmul(a, b):
     """np.matmul(a, b), with large products split over the threads: by rows of a 2-D product
     (or columns when wider than tall), or by the leading axis of equal-batch stacks.
 
-    Products too small to split still run with BLAS at one thread, so that BLAS's own workers
-    never spin on the cores the other ops' threads need; broadcast stacks and other dtypes are
-    np.matmul's own."""
-    if a.dtype != b.dtype or a.dtype.char not in "fd" or a.ndim < 2 or b.ndim < 2:
+    Smaller products, broadcast stacks and other dtypes are np.matmul's own (BLAS may thread
+    those itself)."""
+    if a.ndim < 2 or b.ndim < 2 or a.size * b.shape[-1] < MIN_WORK:  # the multiply-adds
         return np.matmul(a, b)
-    m, n = a.shape[-2], b.shape[-1]
-    work = m * n * a.shape[-1] * (int(np.prod(a.shape[:-2])) if a.ndim > 2 else 1)
-    if work < BLAS_THREADED or count() == 1:
-        return np.matmul(a, b)  # BLAS runs it on one thread anyway
+    if a.dtype != b.dtype or a.dtype.char not in "fd":
+        return np.matmul(a, b)
+    work, m, n = a.size * b.shape[-1], a.shape[-2], b.shape[-1]
     if a.ndim == 2 and b.ndim == 2:
         out = np.empty((m, n), dtype=a.dtype)
         if m >= n:

@@ -91,7 +91,6 @@ def test_nested_runs_go_inline():
 @pytest.mark.parametrize("transposed", [False, True], ids=["c-order", "transposed-b"])
 def test_matmul_split_matches_numpy(shapes, dtype, transposed, monkeypatch):
     monkeypatch.setattr(threads, "MIN_WORK", 0)
-    monkeypatch.setattr(threads, "BLAS_THREADED", 0)
     rng = np.random.default_rng(0)
     a, b = (rng.standard_normal(s).astype(dtype) for s in shapes)
     if transposed:  # b as the transpose of a C-ordered array, as in x @ W.T
