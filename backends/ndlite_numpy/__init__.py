@@ -3,7 +3,8 @@
 Everything comes from the shared xp base; this file only makes NumPy's ufuncs return arrays
 for 0-d inputs, swaps in NumPy's faster reduction entry points, selects `where` by bit masks
 on large operands (np.where branches per element), and plugs in the fast paths of nn.py
-(im2col convolution, strided-view max pooling).
+(im2col convolution, max pooling over contiguous planes) and the large matmuls of threads.py,
+both run on the backend's own threads with their temporaries in scratch.py.
 """
 
 from __future__ import annotations
