@@ -8,8 +8,9 @@ a second thread of ours right after a product competes with a spinning thread an
 thread, so its workers sleep, and the backend's threads have the cores to themselves.
 
 How many threads: as many as BLAS may use (OPENBLAS_NUM_THREADS, OMP_NUM_THREADS, or
-threadpoolctl.threadpool_limits around the calls), so there is one knob, as with NumPy alone.
-Without a BLAS that threadpoolctl can control, everything runs on the calling thread.
+threadpoolctl.threadpool_limits around the calls), so there is one knob, as with NumPy alone;
+at most MAX_THREADS. Without a BLAS that threadpoolctl can control, everything runs on the
+calling thread.
 
 Rules for the parts, which run on worker threads:
 - they write only into arrays allocated by the caller (the `out=` forms of NumPy calls): a large
@@ -27,8 +28,15 @@ from concurrent.futures import ThreadPoolExecutor, wait
 
 import numpy as np
 
-#: the least work (in multiply-adds, or an estimate of as many simple operations) worth splitting
+#: the least work of a piece (in multiply-adds, or an estimate of as many simple operations)
 MIN_WORK = 1 << 21
+#: products with a side shorter than this are left to BLAS's own threads
+SKINNY = 64
+#: at most this many threads: each piece holds the GIL for its dozens of NumPy calls, so beyond
+#: a few threads they queue for it (seed CNN step on a 16-core Xeon, BLAS at 16 threads: 56 ms
+#: with no threads of ours, 40 / 34 / 38 / 51 / 69 ms with 2 / 4 / 8 / 12 / 16:
+#: bench/numpy_threads.py)
+MAX_THREADS = 4
 
 _lock = threading.Lock()  # one parallel section at a time; another caller runs inline
 _pool: ThreadPoolExecutor | None = None
@@ -57,7 +65,7 @@ def count() -> int:
     blas = _controllers()
     if not blas:
         return 1
-    return max(1, min(max(c.num_threads for c in blas), _cores))
+    return max(1, min(max(c.num_threads for c in blas), _cores, MAX_THREADS))
 
 
 class forced:
@@ -83,8 +91,11 @@ def chunks(n: int, parts: int) -> list[tuple[int, int]]:
 
 
 def plan(n: int, work: float) -> list[tuple[int, int]]:
-    """The pieces of a batch of `n` for an op doing `work` in all: one piece when small."""
-    return chunks(n, count() if work >= MIN_WORK else 1)
+    """The pieces of a batch of `n` for an op doing `work` in all: at most one per thread, and
+    none doing less than MIN_WORK (a piece costs tens of microseconds of Python and waking)."""
+    if work < 2 * MIN_WORK:
+        return [(0, n)]
+    return chunks(n, min(count(), int(work // MIN_WORK)) if MIN_WORK else count())
 
 
 def run(part, pieces: list[tuple[int, int]]) -> list:
@@ -131,11 +142,13 @@ def matmul(a, b):
     """np.matmul(a, b), with large products split over the threads: by rows of a 2-D product
     (or columns when wider than tall), or by the leading axis of equal-batch stacks.
 
-    Smaller products, broadcast stacks and other dtypes are np.matmul's own (BLAS may thread
-    those itself)."""
-    if a.ndim < 2 or b.ndim < 2 or a.size * b.shape[-1] < MIN_WORK:  # the multiply-adds
+    Smaller products, skinny ones (a side under SKINNY: memory-bound, where BLAS's own threads
+    share out the memory traffic far better than a Python pool: 2000x2000 @ 2000x4 took 0.13 ms
+    on 16 OpenBLAS threads, 0.7-0.9 ms cut into 2-16 pieces here), broadcast stacks and other
+    dtypes are np.matmul's own."""
+    if a.ndim < 2 or b.ndim < 2 or a.size * b.shape[-1] < 2 * MIN_WORK:  # the multiply-adds
         return np.matmul(a, b)
-    if a.dtype != b.dtype or a.dtype.char not in "fd":
+    if a.dtype != b.dtype or a.dtype.char not in "fd" or min(a.shape[-2:] + b.shape[-1:]) < SKINNY:
         return np.matmul(a, b)
     work, m, n = a.size * b.shape[-1], a.shape[-2], b.shape[-1]
     if a.ndim == 2 and b.ndim == 2:

@@ -19,11 +19,13 @@ def test_chunks_cover_the_range_in_order(n, parts):
     assert max(sizes) - min(sizes) <= 1
 
 
-def test_plan_keeps_small_work_in_one_piece():
+def test_plan_gives_every_piece_at_least_min_work():
+    w = threads.MIN_WORK
     with threads.forced(4):
-        assert threads.plan(100, threads.MIN_WORK - 1) == [(0, 100)]
-        assert threads.plan(100, threads.MIN_WORK) == [(0, 25), (25, 50), (50, 75), (75, 100)]
-        assert threads.plan(3, threads.MIN_WORK) == [(0, 1), (1, 2), (2, 3)]
+        assert threads.plan(100, 2 * w - 1) == [(0, 100)]
+        assert threads.plan(100, 3 * w) == [(0, 33), (33, 66), (66, 100)]
+        assert threads.plan(100, 100 * w) == [(0, 25), (25, 50), (50, 75), (75, 100)]
+        assert threads.plan(3, 100 * w) == [(0, 1), (1, 2), (2, 3)]
 
 
 def test_run_returns_results_in_piece_order_from_several_threads():
@@ -91,6 +93,7 @@ def test_nested_runs_go_inline():
 @pytest.mark.parametrize("transposed", [False, True], ids=["c-order", "transposed-b"])
 def test_matmul_split_matches_numpy(shapes, dtype, transposed, monkeypatch):
     monkeypatch.setattr(threads, "MIN_WORK", 0)
+    monkeypatch.setattr(threads, "SKINNY", 0)
     rng = np.random.default_rng(0)
     a, b = (rng.standard_normal(s).astype(dtype) for s in shapes)
     if transposed:  # b as the transpose of a C-ordered array, as in x @ W.T
