@@ -5,9 +5,10 @@ BLAS matmul. NumPy copies and adds fast only along long contiguous runs, so two 
 - "per image" (N, C*kh*kw, OH*OW), one matmul per image writing NCHW directly: used when
   output rows are long (OW >= WIDE_ROWS: the early layers of a CNN);
 - "batch innermost": the input transposed to (C, H, W, N), so every window row is a long
-  contiguous run (OW * N values); one big matmul for the whole batch, then the output is
-  transposed back. col2im adds each kernel offset's columns into a strided view of the
-  padded (C, H, W, N) gradient: kh*kw long vectorized adds in a fixed order, deterministic.
+  contiguous run (OW * N values); one matmul per kernel row for the whole batch (its columns
+  still in cache), the products summed, then the output transposed back. col2im adds each
+  kernel offset's columns into a strided view of the padded (C, H, W, N) gradient: kh*kw long
+  vectorized adds in a fixed order, deterministic.
 Non-overlapping max pooling (kernel == stride, the common case) copies the input once into
 kh*kw contiguous planes (one per window offset) and compares them in row-major order; other
 geometries use the fallbacks.
