@@ -26,6 +26,20 @@ def pin_threads(n: int | None) -> int:
     return n
 
 
+def timed_steps(batches, model, opt, nll_loss, to_device) -> float:
+    """Seconds for one training step per batch, each from a host batch to `loss.item()` as
+    `ndlite train` does; works for ndlite and PyTorch alike (to_device makes a tensor)."""
+    start = time.perf_counter()
+    for x, y in batches:
+        x, y = to_device(x), to_device(y)
+        opt.zero_grad()
+        loss = nll_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        loss.item()
+    return time.perf_counter() - start
+
+
 def median_time(fn, number: int, repeat: int = 15, warmup: int = 1) -> float:
     """The median over `repeat` runs of the mean time of one call (seconds), after warm-up."""
     for _ in range(warmup):

@@ -13,11 +13,10 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import median_time, save  # noqa: E402
+from common import median_time, save, timed_steps  # noqa: E402
 
 
 def step_ms(threads: int, steps: int) -> float:
@@ -33,18 +32,9 @@ def step_ms(threads: int, steps: int) -> float:
     ndlite.manual_seed(0)
     model = ndlite.nn.models.mnist_cnn()
     opt = ndlite.optim.RMSprop(model.parameters(), lr=1e-3)
-    times = []
     with own.forced(threads):
-        for i, (x, y) in enumerate(batches):
-            start = time.perf_counter()
-            opt.zero_grad()
-            loss = F.nll_loss(model(ndlite.tensor(x)), ndlite.tensor(y))
-            loss.backward()
-            opt.step()
-            loss.item()
-            if i >= 5:  # after warm-up
-                times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e3
+        times = [timed_steps([batch], model, opt, F.nll_loss, ndlite.tensor) for batch in batches]
+    return statistics.median(times[5:]) * 1e3  # after warm-up
 
 
 def main() -> None:

@@ -25,7 +25,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import torch_seed_cnn  # noqa: E402
+from common import timed_steps, torch_seed_cnn  # noqa: E402
 
 
 def batches_of(data, limit: int | None, size: int = 128) -> list:
@@ -47,15 +47,8 @@ def ndlite_steps(batches, backend, state) -> float:
     from ndlite.nn import functional as F
 
     model, opt = state
-    start = time.perf_counter()
-    for x, y in batches:
-        x, y = ndlite.tensor(x, backend=backend), ndlite.tensor(y, backend=backend)
-        opt.zero_grad()
-        loss = F.nll_loss(model(x), y)
-        loss.backward()
-        opt.step()
-        loss.item()
-    return time.perf_counter() - start
+    return timed_steps(batches, model, opt, F.nll_loss,
+                       lambda a: ndlite.tensor(a, backend=backend))
 
 
 def torch_state():
@@ -72,15 +65,7 @@ def torch_steps(batches, state) -> float:
     from torch.nn import functional as F
 
     model, opt = state
-    start = time.perf_counter()
-    for x, y in batches:
-        x, y = torch.from_numpy(x).cuda(), torch.from_numpy(y).cuda()
-        opt.zero_grad()
-        loss = F.nll_loss(model(x), y)
-        loss.backward()
-        opt.step()
-        loss.item()
-    return time.perf_counter() - start
+    return timed_steps(batches, model, opt, F.nll_loss, lambda a: torch.from_numpy(a).cuda())
 
 
 def profile_steps(batches, spec: str) -> dict:

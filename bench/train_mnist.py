@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import pin_threads, save, torch_seed_cnn  # noqa: E402
+from common import pin_threads, save, timed_steps, torch_seed_cnn  # noqa: E402
 
 
 def ndlite_epoch(batches, state: dict) -> float:
@@ -28,16 +27,7 @@ def ndlite_epoch(batches, state: dict) -> float:
         ndlite.manual_seed(0)
         state["model"] = ndlite.nn.models.mnist_cnn()
         state["opt"] = ndlite.optim.RMSprop(state["model"].parameters(), lr=1e-3)
-    model, opt = state["model"], state["opt"]
-    start = time.perf_counter()
-    for x, y in batches:
-        x, y = ndlite.tensor(x), ndlite.tensor(y)
-        opt.zero_grad()
-        loss = F.nll_loss(model(x), y)
-        loss.backward()
-        opt.step()
-        loss.item()
-    return time.perf_counter() - start
+    return timed_steps(batches, state["model"], state["opt"], F.nll_loss, ndlite.tensor)
 
 
 def torch_epoch(batches, state: dict) -> float:
@@ -47,16 +37,7 @@ def torch_epoch(batches, state: dict) -> float:
     if "model" not in state:
         state["model"] = torch_seed_cnn()
         state["opt"] = torch.optim.RMSprop(state["model"].parameters(), lr=1e-3)
-    model, opt = state["model"], state["opt"]
-    start = time.perf_counter()
-    for x, y in batches:
-        x, y = torch.from_numpy(x), torch.from_numpy(y)
-        opt.zero_grad()
-        loss = F.nll_loss(model(x), y)
-        loss.backward()
-        opt.step()
-        loss.item()
-    return time.perf_counter() - start
+    return timed_steps(batches, state["model"], state["opt"], F.nll_loss, torch.from_numpy)
 
 
 def main() -> None:
