@@ -20,6 +20,7 @@ demo: $(VENV)/.stamp-$(EXTRAS)
 	NDLITE_BACKEND=numpy $(BIN)/ndlite train mnist --subset --epochs 4
 
 test: $(VENV)/.stamp-$(EXTRAS)
+	@$(BIN)/python tools/opencl_cpu.py
 	@$(BIN)/python tools/size_report.py
 	CI=$${CI:-} $(BIN)/python -m pytest -q
 

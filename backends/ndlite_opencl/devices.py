@@ -38,7 +38,49 @@ def all_devices() -> list:
         names = ", ".join(p.name for p in platforms) or "none"
         raise BackendUnavailableError("opencl", f"no OpenCL device found (platforms: {names})",
                                       NO_PLATFORM_FIX)
-    return sorted(devices, key=lambda d: 0 if d.type & cl.device_type.GPU else 1)
+    working = [d for d in devices if builds(d)]
+    if not working:
+        reasons = "; ".join(f"{d.name.strip()}: {BROKEN[_key(d)]}" for d in devices)
+        raise BackendUnavailableError("opencl", f"no OpenCL device can build a kernel ({reasons})",
+                                      CPU_TOO_NEW_FIX)
+    return sorted(working, key=lambda d: 0 if d.type & cl.device_type.GPU else 1)
+
+
+CPU_TOO_NEW_FIX = (
+    "PoCL cannot compile for a CPU its LLVM does not know (error: unknown target CPU "
+    "'generic'); install a PoCL built with a newer LLVM or with CPU selection, e.g. Debian's "
+    "`apt-get install pocl-opencl-icd` (`make test` does this where it can)")
+
+#: devices that failed the probe build, with the first line of the build log
+BROKEN: dict = {}
+_PROBED: dict = {}
+
+
+def _key(device) -> tuple:
+    return (device.platform.name, device.platform.version, device.name)
+
+
+def builds(device) -> bool:
+    """Whether `device` compiles a one-line kernel. PoCL's CPU driver fails every build on a
+    CPU newer than its LLVM (it asks LLVM for the target 'generic'); such a device is left out
+    of the numbering, with the reason in BROKEN. Checked once per device per process (PoCL
+    caches the binary, so later processes pay little)."""
+    import pyopencl as cl
+
+    key = _key(device)
+    if key not in _PROBED:
+        ok = True
+        if "Portable Computing Language" in device.platform.name:
+            try:
+                context = cl.Context([device])
+                cl.Program(context, "__kernel void probe(__global int *x) { x[0] = 1; }").build()
+            except cl.Error as exc:
+                ok = False
+                log = str(exc).strip().splitlines()
+                BROKEN[key] = next((line for line in log if "error" in line.lower()),
+                                   log[0] if log else "build failed")
+        _PROBED[key] = ok
+    return _PROBED[key]
 
 
 def select(spec: str | None) -> tuple[int, object]:
