@@ -225,6 +225,25 @@ def _accumulate(leaf, grad, owned: bool) -> None:
         leaf.grad = grad
     else:
         leaf.grad = type(grad)._make(grad._backend.copy(grad._data), grad._backend)
+    hooks = leaf._hooks
+    if hooks:
+        for hook in list(hooks.values()):
+            hook(leaf)
+
+
+class HookHandle:
+    """What registering a hook returns: `remove()` unregisters it."""
+
+    _next_id = 0
+
+    def __init__(self, hooks: dict, hook):
+        HookHandle._next_id += 1
+        self.id = HookHandle._next_id
+        self.hooks = hooks
+        hooks[self.id] = hook
+
+    def remove(self) -> None:
+        self.hooks.pop(self.id, None)
 
 
 def run_backward(outputs, grad_outputs, retain_graph: bool, create_graph: bool,

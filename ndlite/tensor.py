@@ -29,7 +29,7 @@ class Tensor:
     [[2.0, 4.0], [6.0, 8.0]]
     """
 
-    __slots__ = ("_data", "_backend", "_node", "_rg", "grad", "_vbox", "__weakref__")
+    __slots__ = ("_data", "_backend", "_node", "_rg", "grad", "_vbox", "_hooks", "__weakref__")
     __array_priority__ = 1000  # numpy_array + tensor calls Tensor.__radd__
 
     def __init__(self, data, dtype=None, backend=None, requires_grad: bool = False):
@@ -37,7 +37,7 @@ class Tensor:
 
         t = tensor(data, dtype=dtype, backend=backend)
         self._data, self._backend = t._data, t._backend
-        self._node, self._rg, self.grad, self._vbox = None, False, None, None
+        self._node, self._rg, self.grad, self._vbox, self._hooks = None, False, None, None, None
         if requires_grad:
             self.requires_grad_()
 
@@ -51,6 +51,7 @@ class Tensor:
         t._rg = requires_grad
         t.grad = None
         t._vbox = None
+        t._hooks = None
         return t
 
     # ---- what it is ----------------------------------------------------------------------
@@ -86,6 +87,12 @@ class Tensor:
     def backend(self):
         """The Backend object this tensor lives on."""
         return self._backend
+
+    @property
+    def buffer(self):
+        """The backend's native array behind this tensor (no copy): for optimizers, layers
+        and interop that call backend primitives directly."""
+        return self._data
 
     @property
     def device(self) -> str:
@@ -138,6 +145,29 @@ class Tensor:
     def detach_(self) -> Tensor:
         self._node, self._rg = None, False
         return self
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """Call `hook(self)` each time backward has accumulated a gradient into this leaf's
+        `.grad` (torch.Tensor.register_post_accumulate_grad_hook). Returns a handle whose
+        `remove()` unregisters it.
+
+        >>> import ndlite
+        >>> w = ndlite.ones(2, requires_grad=True)
+        >>> seen = []
+        >>> handle = w.register_post_accumulate_grad_hook(lambda p: seen.append(p.grad.tolist()))
+        >>> (w * 3).sum().backward()
+        >>> seen
+        [[3.0, 3.0]]
+        """
+        if self._node is not None:
+            raise RuntimeError("register_post_accumulate_grad_hook: only leaf tensors have "
+                               "their gradient accumulated; use retain_grad on a non-leaf")
+        if not self._rg:
+            raise RuntimeError("register_post_accumulate_grad_hook: the tensor does not "
+                               "require grad")
+        if self._hooks is None:
+            self._hooks = {}
+        return autograd.HookHandle(self._hooks, hook)
 
     def retain_grad(self) -> None:
         """Keep this non-leaf tensor's gradient in `.grad` after backward."""
