@@ -7,14 +7,14 @@ from importlib.metadata import entry_points
 import pytest
 
 from ndlite.testing import register_profiles
-from ndlite.testing.plugin import chosen_backends, report_lines
+from ndlite.pytest_plugin import chosen_backends, report_lines
 
 PROFILE = register_profiles()
 
 # Installed, the kit's plugin arrives through its pytest11 entry point; from a source checkout
 # on PYTHONPATH (no entry points) it is loaded here instead.
-if not any(ep.value.startswith("ndlite.testing.plugin") for ep in entry_points(group="pytest11")):
-    pytest_plugins = ["ndlite.testing.plugin"]
+if not any(ep.value.startswith("ndlite.pytest_plugin") for ep in entry_points(group="pytest11")):
+    pytest_plugins = ["ndlite.pytest_plugin"]
 
 
 def pytest_report_header(config):

@@ -12,8 +12,11 @@ command that replays it. Exit status 0 only if every run passed (skips are liste
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
+from contextlib import contextmanager
+from pathlib import Path
 
 
 def add_parser(sub) -> None:
@@ -78,18 +81,20 @@ def _backends(args) -> tuple[list, dict]:
 
 
 class _Progress:
-    """A tqdm bar over all examples when tqdm is installed, else a line per finished run."""
+    """Where the run has got to, on stderr, without repeating the table that stdout gets: a
+    tqdm bar over all examples on a terminal, else a line every PERIOD seconds (a log)."""
 
-    def __init__(self, total: int):
+    PERIOD = 30.0
+
+    def __init__(self, total_runs: int, total_examples: int):
         self.bar = None
+        self.runs, self.total_runs, self.failed = 0, total_runs, 0
+        self.started = self.last = time.perf_counter()
         if sys.stderr.isatty():
-            try:
-                from tqdm import tqdm
+            from tqdm import tqdm
 
-                self.bar = tqdm(total=total, unit="ex", file=sys.stderr, leave=False,
-                                dynamic_ncols=True)
-            except ImportError:
-                pass
+            self.bar = tqdm(total=total_examples, unit="ex", file=sys.stderr, leave=False,
+                            dynamic_ncols=True)
 
     def start(self, label: str) -> None:
         if self.bar is not None:
@@ -100,15 +105,41 @@ class _Progress:
             self.bar.update()
 
     def done(self, result, budget: int) -> None:
+        self.runs += 1
+        self.failed += result.status == "fail"
         if self.bar is not None:
             self.bar.update(max(budget - result.examples, 0))
-        else:
-            print(f"  {result.op} {result.backend} {result.dtype}: {result.status} "
-                  f"({result.examples} examples)", file=sys.stderr, flush=True)
+            return
+        now = time.perf_counter()
+        if now - self.last >= self.PERIOD and self.runs < self.total_runs:
+            self.last = now
+            print(f"  ... {self.runs}/{self.total_runs} runs done, {self.failed} failed, "
+                  f"{now - self.started:.0f} s", file=sys.stderr, flush=True)
 
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
+
+
+def hypothesis_home() -> Path:
+    """Where hypothesis keeps its files during `ndlite conformance`: $HYPOTHESIS_STORAGE_DIRECTORY,
+    else ndlite's cache folder (never a .hypothesis/ folder in the user's current directory)."""
+    env = os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY")
+    if env:
+        return Path(env)
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return cache / "ndlite" / "hypothesis"
+
+
+@contextmanager
+def _hypothesis_home():
+    from hypothesis.configuration import set_hypothesis_home_dir
+
+    set_hypothesis_home_dir(hypothesis_home())
+    try:
+        yield
+    finally:
+        set_hypothesis_home_dir(None)  # back to hypothesis' own choice (for in-process callers)
 
 
 def _worst(result) -> str:
@@ -141,6 +172,18 @@ def print_failures(results) -> None:
 
 
 def run(args) -> int:
+    try:
+        import hypothesis  # noqa: F401
+    except ImportError:
+        print("ndlite conformance: the conformance kit needs hypothesis, a dependency of ndlite "
+              "that is missing here; install it with: pip install 'hypothesis>=6.90'",
+              file=sys.stderr)
+        return 2
+    with _hypothesis_home():
+        return _run(args)
+
+
+def _run(args) -> int:
     from ndlite.testing.catalog import get_op, op_names
     from ndlite.testing.runner import Result
     from ndlite.testing.runner import run as run_one
@@ -174,7 +217,8 @@ def run(args) -> int:
 
     started = time.perf_counter()
     results = []
-    progress = _Progress(len(runs) * len(backends) * len(dtypes) * settings.max_examples)
+    total = len(runs) * len(backends) * len(dtypes)
+    progress = _Progress(total, total * settings.max_examples)
     try:
         for backend in backends:
             for op, order in runs:

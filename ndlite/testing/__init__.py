@@ -3,8 +3,8 @@ and the comparison of any backend against the reference (the conformance kit).
 
 It is a public part of the library (like `chainer.testing`): backend authors use it to prove
 their backend right, with `ndlite conformance --backend NAME` or
-`pytest --pyargs ndlite.testing.suite --ndlite-backend NAME`. Needs the `test` extra
-(hypothesis, pytest).
+`pytest --pyargs ndlite.testing.suite --ndlite-backend NAME`. hypothesis comes with every
+install of ndlite; the pytest suite also needs pytest.
 """
 
 from . import samplers_nn  # noqa: E402,F401,I001  (registers the NN ops' samplers)

@@ -7,8 +7,10 @@ whole suite with
 
     pytest --pyargs ndlite.testing.suite --ndlite-backend mybackend
 
-The plugin loads into every pytest run of an environment that has ndlite, so it stays quiet:
-it parametrizes only tests that ask for `ndlite_backend`, and prints its header only when
+The plugin loads into every pytest run of an environment that has ndlite, so it must never
+break a run that does not use it: it lives outside `ndlite.testing` (whose import brings in
+hypothesis) and imports no backend until a test asks for `ndlite_backend` or `--ndlite-backend`
+is given; it parametrizes only the tests that ask, and prints its header only when
 `--ndlite-backend` is given.
 """
 
