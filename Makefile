@@ -1,4 +1,4 @@
-# `make demo` and `make test` each create or refresh .venv, then run.
+# Each target creates or refreshes .venv with the extras it needs, then runs.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -7,11 +7,13 @@ EXTRAS ?= test,pocl
 
 .PHONY: demo test bench lint clean
 
-$(VENV)/.stamp-$(EXTRAS): pyproject.toml
+# One stamp per set of extras installed (.venv/.stamp-test,pocl ...); a target names the set it
+# needs in its prerequisite, where make expands it at once (a target-specific EXTRAS would not
+# reach a prerequisite's name). Extras only add packages, so stamps of other sets stay valid.
+$(VENV)/.stamp-%: pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip setuptools wheel
-	$(BIN)/python -m pip install --quiet -e ".[$(EXTRAS)]"
-	@rm -f $(VENV)/.stamp-*
+	$(BIN)/python -m pip install --quiet -e ".[$*]"
 	@touch $@
 
 demo: $(VENV)/.stamp-$(EXTRAS)
@@ -24,13 +26,15 @@ test: $(VENV)/.stamp-$(EXTRAS)
 	@$(BIN)/python tools/size_report.py
 	CI=$${CI:-} $(BIN)/python -m pytest -q
 
-bench: EXTRAS = test,pocl,bench
-bench: $(VENV)/.stamp-$(EXTRAS)
+# the CPU benchmarks; results land in bench/results/ only from complete runs (a run without
+# PyTorch, say, writes bench/results/*.partial.json and says what is missing)
+bench: $(VENV)/.stamp-test,pocl,bench
 	$(BIN)/python bench/overhead.py
+	$(BIN)/ndlite bench crossover --backends numpy opencl --json bench/results/crossover_cpu.json \
+		--plot bench/results/crossover_cpu.png
 
-lint: EXTRAS = dev,pocl
-lint: $(VENV)/.stamp-$(EXTRAS)
-	$(BIN)/ruff check ndlite backends tests bench
+lint: $(VENV)/.stamp-dev,pocl
+	$(BIN)/ruff check ndlite backends tests bench tools
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis

@@ -6,8 +6,8 @@ from importlib.metadata import entry_points
 
 import pytest
 
-from ndlite.testing import register_profiles
 from ndlite.pytest_plugin import chosen_backends, report_lines
+from ndlite.testing import register_profiles
 
 PROFILE = register_profiles()
 
