@@ -138,6 +138,7 @@ bool = bool_  # noqa: A001 - torch.bool
 int = int32  # noqa: A001 - torch.int
 
 from . import data, nn, optim  # noqa: E402  (they build on everything above)
+from .interop import from_dlpack  # noqa: E402
 from .serialization import load, save  # noqa: E402
 
 

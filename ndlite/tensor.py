@@ -418,3 +418,10 @@ def _contiguous(self) -> Tensor:
 
 
 Tensor.contiguous = _contiguous
+
+
+# DLPack (ndlite/interop.py): np/torch/cupy.from_dlpack(t) share a tensor's memory
+from . import interop as _interop  # noqa: E402  (it needs Tensor defined)
+
+Tensor.__dlpack__ = _interop.dlpack
+Tensor.__dlpack_device__ = _interop.dlpack_device
