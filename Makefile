@@ -30,8 +30,7 @@ test: $(VENV)/.stamp-$(EXTRAS)
 # PyTorch, say, writes bench/results/*.partial.json and says what is missing)
 bench: $(VENV)/.stamp-test,pocl,bench
 	$(BIN)/python bench/overhead.py
-	$(BIN)/ndlite bench crossover --backends numpy opencl --json bench/results/crossover_cpu.json \
-		--plot bench/results/crossover_cpu.png
+	$(BIN)/python bench/crossover.py --backends numpy opencl --out crossover_cpu
 
 lint: $(VENV)/.stamp-dev,pocl
 	$(BIN)/ruff check ndlite backends tests bench tools

@@ -1,21 +1,25 @@
 """Shared pieces of the benchmarks: thread pinning, a timer, machine info, JSON results.
 
 Every benchmark prints what it compares, where, and the ratio; raw timings go to
-bench/results/<name>.json together with the machine they were measured on.
+bench/results/<name>.json together with the machine they were measured on (CPU model, core and
+thread counts, library versions: ndlite.benchmark.machine_info). A partial run (PyTorch
+missing for the comparison, a backend unavailable) never overwrites a committed result: it
+goes to bench/results/<name>.partial.json (not committed), saying what is missing.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import platform
 import statistics
 import sys
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results"
+ROOT = RESULTS.parents[1]
+if str(ROOT) not in sys.path:  # a source checkout: ndlite and its backends without installing
+    sys.path[:0] = [str(ROOT), str(ROOT / "backends")]
 
 
 def pin_threads(n: int | None) -> int:
@@ -89,42 +93,60 @@ def torch_seed_cnn():
         nn.Linear(512, 128), nn.ReLU(), nn.Linear(128, 10), nn.LogSoftmax(dim=1))
 
 
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def machine_info() -> dict:
-    info = {
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "cpu": cpu_name(),
-        "cores": os.cpu_count(),
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "command": " ".join([os.path.basename(sys.executable)] + sys.argv),
-    }
-    try:
-        import numpy
+    """Where a result was measured: CPU model, core and thread counts, library versions."""
+    from ndlite.benchmark import machine_info as info
 
-        info["numpy"] = numpy.__version__
-    except ImportError:
-        pass
-    try:
-        import torch
-
-        info["torch"] = torch.__version__
-    except ImportError:
-        pass
-    return info
+    return info()
 
 
-def save(name: str, payload: dict) -> Path:
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / f"{name}.json"
-    path.write_text(json.dumps({"machine": machine_info(), **payload}, indent=2) + "\n")
+def result_path(name: str, complete: bool = True) -> Path:
+    """bench/results/<name>.json, or <name>.partial.json for a partial run; `name` may end in
+    .json (--out x.json writes x.json, not x.json.json) or be a path of its own."""
+    name = name.removesuffix(".json")
+    base = Path(name) if os.sep in name else RESULTS / name
+    return base.with_name(base.name + ("" if complete else ".partial") + ".json")
+
+
+def save(name: str, payload: dict, missing: dict | None = None) -> Path:
+    """Write a result with the machine it ran on; a run with `missing` parts is partial."""
+    path = result_path(name, complete=not missing)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    report = {"machine": machine_info(), "complete": not missing, "missing": missing or {},
+              **payload}
+    path.write_text(json.dumps(report, indent=2) + "\n")
+    if missing:
+        say_partial(path, missing)
     return path
+
+
+def keep(report: Path, name: str) -> Path:
+    """Move a JSON report that `ndlite bench ... --json report` wrote to its place in
+    bench/results: <name>.json when complete, <name>.partial.json otherwise."""
+    data = json.loads(report.read_text())
+    path = result_path(name, complete=data.get("complete", True))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    report.replace(path)
+    if not data.get("complete", True):
+        say_partial(path, data.get("missing", {}))
+    else:
+        print(f"kept {path}")
+    return path
+
+
+def say_partial(path: Path, missing: dict) -> None:
+    print(f"\nPARTIAL RUN, so the committed {path.name.replace('.partial', '')} is left as it "
+          f"was; this run went to {path}. Missing:", file=sys.stderr)
+    for what, why in missing.items():
+        print(f"  {what}: {why}", file=sys.stderr)
+
+
+def run_cli(benchmark: str, name: str, argv: list[str]) -> int:
+    """Run `ndlite bench <benchmark> *argv`, then keep its JSON as bench/results/<name>."""
+    from ndlite.cli import main
+
+    report = RESULTS / f".{name}.running.json"
+    code = main(["bench", benchmark, *argv, "--json", str(report)])
+    if code == 0:
+        keep(report, name)
+    return code

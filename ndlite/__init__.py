@@ -139,6 +139,7 @@ int = int32  # noqa: A001 - torch.int
 
 from . import data, nn, optim  # noqa: E402  (they build on everything above)
 from .interop import from_dlpack  # noqa: E402
+from .select import BackendChoice, select_backend  # noqa: E402
 from .serialization import load, save  # noqa: E402
 
 

@@ -1,7 +1,9 @@
 """The `ndlite` command: one subcommand per module of this package.
 
     ndlite info                 backends, devices, versions
+    ndlite conformance          check backends against the reference, op by op
     ndlite train mnist          train the seed CNN on MNIST
+    ndlite bench crossover      benchmarks on this machine (also overhead, train)
 """
 
 from __future__ import annotations
@@ -9,10 +11,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import conformance, info, train
+from . import bench, conformance, info, train
 
 #: subcommand modules; each has `add_parser(subparsers)` and `run(args) -> int`
-COMMANDS = [info, conformance, train]
+COMMANDS = [info, conformance, train, bench]
 
 
 def build_parser() -> argparse.ArgumentParser:
