@@ -63,6 +63,23 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def cpu_id() -> str:
+    """The CPU's family, model and stepping ("family 26 model 2 stepping 1"): the model name
+    alone can be vague ("AMD EPYC" under a hypervisor)."""
+    fields = {}
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            key = key.strip()
+            if key in ("cpu family", "model", "stepping") and key not in fields:
+                fields[key] = value.strip()
+            elif not key and fields:
+                break
+    except OSError:
+        return ""
+    return " ".join(f"{k.removeprefix('cpu ')} {v}" for k, v in fields.items())
+
+
 def cpu_counts() -> dict:
     """Logical CPUs, physical cores (where Linux says) and the CPUs this process may use."""
     counts = {"logical": os.cpu_count()}
@@ -117,8 +134,9 @@ def machine_info(backends=()) -> dict:
     thread counts, library versions, and the device of each backend in `backends`."""
     info = {
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "command": " ".join([Path(sys.argv[0]).name or "python", *sys.argv[1:]]),
+        "command": " ".join([_program(), *sys.argv[1:]]),
         "cpu": cpu_model(),
+        "cpu_id": cpu_id(),
         "cpus": cpu_counts(),
         "blas": blas_threads(),
         "python": platform.python_version(),
@@ -132,9 +150,17 @@ def machine_info(backends=()) -> dict:
     return info
 
 
+def _program() -> str:
+    path = Path(sys.argv[0]) if sys.argv and sys.argv[0] else Path("python")
+    if path.name == "__main__.py":  # python -m ndlite
+        return f"python -m {path.parent.name}"
+    return path.name
+
+
 def describe_machine(info: dict) -> str:
     """One line for a benchmark's header: CPU, cores, threads."""
     cpus = info["cpus"]
     cores = f"{cpus.get('physical_cores', '?')} cores, {cpus['logical']} threads"
     blas = ", ".join(f"{b['internal_api']} {b['num_threads']} threads" for b in info["blas"])
-    return f"{info['cpu']} ({cores}{'; ' + blas if blas else ''})"
+    ident = f", {info['cpu_id']}" if info.get("cpu_id") else ""
+    return f"{info['cpu']} ({cores}{ident}{'; ' + blas if blas else ''})"

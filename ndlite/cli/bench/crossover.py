@@ -9,7 +9,8 @@ CPU and large ones on a GPU. Two sweeps, on every available backend:
   `--model` (default 784,512,512,10), for growing batch sizes (ndlite.select_backend's step).
 
 Prints a table per sweep with the fastest backend of each row, writes JSON and draws both
-sweeps to a PNG (with matplotlib).
+sweeps to a PNG (with matplotlib). Each point is the median of a few timed runs, and the best
+of `--rounds` passes over the whole sweep.
 
     ndlite bench crossover
     ndlite bench crossover --model 3072,1024,10 --batches 1 32 1024 --backends numpy cupy
@@ -50,8 +51,11 @@ def add_parser(sub) -> None:
                    help=f"an MLP's layer widths, input first (default: {MODEL})")
     p.add_argument("--batches", nargs="+", type=int, default=BATCHES, metavar="B",
                    help=f"the model sweep's batch sizes (default: {' '.join(map(str, BATCHES))})")
-    p.add_argument("--budget", type=float, default=0.5, metavar="SECONDS",
-                   help="about the time spent on each measurement (default 0.5)")
+    p.add_argument("--budget", type=float, default=0.3, metavar="SECONDS",
+                   help="about the time spent on each measurement (default 0.3)")
+    p.add_argument("--rounds", type=int, default=2, metavar="N",
+                   help="run the sweeps N times, keeping each point's best: a machine busy "
+                        "with other work slows some rounds, not the best (default 2)")
     p.add_argument("--plot", default="ndlite-bench-crossover.png", metavar="PNG",
                    help="draw both sweeps to PNG (default: ndlite-bench-crossover.png)")
     p.add_argument("--no-plot", action="store_true", help="draw nothing")
@@ -96,6 +100,28 @@ def parse_widths(text: str) -> list[int]:
     if len(widths) < 2 or min(widths) <= 0:
         raise ValueError(f"--model: expected positive layer widths like 784,512,10, got {text!r}")
     return widths
+
+
+def _measurer(args, widths):
+    """measure(sweep, key, backend) -> seconds per step of one point of a sweep."""
+    import ndlite
+
+    model = mlp(widths)
+    loss = ndlite.nn.functional.cross_entropy
+    rng = np.random.default_rng(0)
+    data = {batch: (rng.standard_normal((batch, widths[0])).astype(np.float32),
+                    rng.integers(0, widths[-1], batch)) for batch in args.batches}
+
+    def measure(sweep, key, backend):
+        if sweep == "linear":
+            return seconds_per_call(linear_step(backend, key, args.batch), backend.synchronize,
+                                    args.budget)
+        x, y = data[key]
+        choice = ndlite.select_backend(model, x, y, loss_fn=loss, backends=[backend],
+                                       budget=args.budget)
+        return choice.seconds[backend.name]
+
+    return measure
 
 
 def print_sweep(title: str, label: str, table: dict, names: list[str]) -> dict:
@@ -146,7 +172,6 @@ def plot(path: str, result: dict, names: list[str], machine: dict) -> None:
 
 
 def run(args) -> int:
-    import ndlite
 
     from ..train import _fail
 
@@ -154,6 +179,8 @@ def run(args) -> int:
         widths = parse_widths(args.model)
     except ValueError as exc:
         return _fail(str(exc))
+    if args.rounds <= 0 or args.budget <= 0:
+        return _fail("--rounds and --budget must be positive")
     backends, unavailable = resolve_backends(args.backends)
     if not backends:
         return _fail("no backend can run here: " +
@@ -173,35 +200,25 @@ def run(args) -> int:
                          f"{'-'.join(map(str, widths))} by batch size, on "
                          f"{', '.join(names)}", backends)
         result = {"batch": args.batch, "model": "-".join(map(str, widths)),
-                  "unit": "microseconds per step", "linear": {}, "model_steps": {}}
+                  "unit": "microseconds per step", "rounds": args.rounds,
+                  "linear": {str(n): {} for n in args.sizes},
+                  "model_steps": {str(b): {} for b in args.batches}}
         failures = {}
-        total = len(backends) * (len(args.sizes) + len(args.batches))
-        with progress(total, args, "crossover") as bar:
-            for n in args.sizes:
-                row = result["linear"][str(n)] = {}
-                for b in backends:
-                    bar.set_description(f"Linear {n} on {b.name}")
-                    try:
-                        row[b.name] = seconds_per_call(linear_step(b, n, args.batch),
-                                                       b.synchronize, args.budget) * 1e6
-                    except Exception as exc:  # noqa: BLE001 - out of memory, say, is reported
-                        failures[f"Linear {n} on {b.name}"] = f"{type(exc).__name__}: {exc}"
-                    bar.update()
-            model = mlp(widths)
-            loss = ndlite.nn.functional.cross_entropy
-            rng = np.random.default_rng(0)
-            for batch in args.batches:
-                row = result["model_steps"][str(batch)] = {}
-                x = rng.standard_normal((batch, widths[0])).astype(np.float32)
-                y = rng.integers(0, widths[-1], batch)
-                for b in backends:
-                    bar.set_description(f"MLP batch {batch} on {b.name}")
-                    try:
-                        choice = ndlite.select_backend(model, x, y, loss_fn=loss,
-                                                       backends=[b], budget=args.budget)
-                        row[b.name] = choice.seconds[b.name] * 1e6
-                    except RuntimeError as exc:  # the step failed on b (the reason is in it)
-                        failures[f"MLP batch {batch} on {b.name}"] = str(exc)
+        points = [("linear", n, b) for n in args.sizes for b in backends] + \
+                 [("model_steps", batch, b) for batch in args.batches for b in backends]
+        measure = _measurer(args, widths)
+        with progress(args.rounds * len(points), args, "crossover") as bar:
+            for round_ in range(args.rounds):  # whole sweeps, best of each point kept
+                for sweep, key, b in points:
+                    what = f"{'Linear' if sweep == 'linear' else 'MLP batch'} {key} on {b.name}"
+                    bar.set_description(f"round {round_ + 1}: {what}")
+                    row = result[sweep][str(key)]
+                    if what not in failures:
+                        try:
+                            seconds = measure(sweep, key, b)
+                            row[b.name] = min(row.get(b.name, seconds * 1e6), seconds * 1e6)
+                        except Exception as exc:  # noqa: BLE001 - out of memory, say: reported
+                            failures[what] = f"{type(exc).__name__}: {exc}".splitlines()[0]
                     bar.update()
     result["linear_crossover"] = print_sweep(
         f"Linear n -> n at batch {args.batch}, forward + backward", "neurons",
