@@ -100,6 +100,11 @@ def machine_info() -> dict:
     return info()
 
 
+def with_machine(report: dict) -> dict:
+    """`report` with the machine it was measured on, for scripts that write their own JSON."""
+    return {"machine_host": machine_info(), **report}
+
+
 def result_path(name: str, complete: bool = True) -> Path:
     """bench/results/<name>.json, or <name>.partial.json for a partial run; `name` may end in
     .json (--out x.json writes x.json, not x.json.json) or be a path of its own."""

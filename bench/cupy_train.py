@@ -34,7 +34,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import cuda_time_ms, torch_seed_cnn  # noqa: E402
+from common import cuda_time_ms, machine_info, torch_seed_cnn  # noqa: E402
 
 import ndlite  # noqa: E402
 from ndlite.nn import functional as F  # noqa: E402
@@ -66,6 +66,7 @@ def machine(backend) -> dict:
         out["cudnn"] = torch.backends.cudnn.version()
     except ImportError:
         pass
+    out["host"] = machine_info()  # CPU model, cores and threads, library versions
     return out
 
 

@@ -26,7 +26,7 @@ import numpy as np
 import ndlite
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import cuda_time_ms  # noqa: E402
+from common import cuda_time_ms, with_machine  # noqa: E402
 
 
 def torch_time_ms(torch, fn, warmup: int, repeats: int, inner: int) -> list[float]:
@@ -170,7 +170,7 @@ def main() -> None:
                               "torch": torch.__version__ if torch else None},
                   "matmul": matmul, "tiny_ops": tiny}
         with open(args.json, "w") as f:
-            json.dump(report, f, indent=1, default=str)
+            json.dump(with_machine(report), f, indent=1, default=str)
         print(f"\nwrote {args.json}")
 
 

@@ -15,8 +15,12 @@ import json
 import os
 import statistics
 import sys
+from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import with_machine  # noqa: E402
 
 os.environ.setdefault("NDLITE_OPENCL_PROFILE", "1")
 
@@ -168,9 +172,9 @@ def main(argv=None) -> int:
     print(f"  {'all':20s} {total * 1e3:8.3f} {'':8s} {total_cudnn * 1e3:8.3f}")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"device": b.device_name(), "backend": b.name, "batch": args.batch,
-                       "calls": rows,
-                       "cudnn_s": cudnn, "opencl": b.info()}, f, indent=1, default=str)
+            json.dump(with_machine({"device": b.device_name(), "backend": b.name,
+                                    "batch": args.batch, "calls": rows, "cudnn_s": cudnn,
+                                    "opencl": b.info()}), f, indent=1, default=str)
     return 0
 
 

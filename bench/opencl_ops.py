@@ -17,8 +17,12 @@ import json
 import statistics
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import with_machine  # noqa: E402
 
 N_BIG = int(__import__("os").environ.get("NDLITE_BENCH_N", 2**26))
 
@@ -112,7 +116,7 @@ def main(argv=None) -> int:
         print(f"  tiny-op overhead OpenCL / CuPy: {o['add_tiny_us'] / c['add_tiny_us']:.2f}x")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(report, f, indent=1)
+            json.dump(with_machine(report), f, indent=1)
     return 0
 
 

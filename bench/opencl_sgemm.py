@@ -21,8 +21,12 @@ import platform
 import statistics
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import with_machine  # noqa: E402
 
 os.environ.setdefault("NDLITE_OPENCL_PROFILE", "1")  # events need a profiling queue
 os.environ["CUPY_TF32"] = "0"  # cuBLAS in true float32, as ndlite never uses TF32
@@ -146,7 +150,7 @@ def main(argv=None) -> int:
         print(f"  ratio OpenCL / NumPy: {report['ratio_opencl_to_numpy']:.2f}x")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(report, f, indent=1, default=str)
+            json.dump(with_machine(report), f, indent=1, default=str)
     return 0
 
 

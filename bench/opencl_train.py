@@ -25,7 +25,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import timed_steps, torch_seed_cnn  # noqa: E402
+from common import timed_steps, torch_seed_cnn, with_machine  # noqa: E402
 
 
 def batches_of(data, limit: int | None, size: int = 128) -> list:
@@ -194,7 +194,7 @@ def main(argv=None) -> int:
                                               runs["ndlite opencl"][1])
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(report, f, indent=1, default=str)
+            json.dump(with_machine(report), f, indent=1, default=str)
     return 0
 
 
