@@ -10,7 +10,7 @@ learning rate. RMSprop's running average starts at zero, so its first step moves
 by about 10x the learning rate (PyTorch's RMSprop does the same); a long run recovers, but a
 quick one (`--limit 512`: four steps) ended worse than chance.
 
-`train_epoch` and `evaluate` are reused by bench/train_mnist.py and the tests.
+`train_epoch` and `evaluate` are reused by the tests.
 """
 
 from __future__ import annotations
