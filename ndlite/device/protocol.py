@@ -98,6 +98,13 @@ class Backend:
     def synchronize(self) -> None:
         """Wait until all queued work on this device is done."""
 
+    def defer_host_check(self, buffer, check) -> bool:
+        """For an op that must check a buffer's values on the host (nll_loss's class labels):
+        False when the check can run now (the caller then runs it). A backend that is recording
+        a replayable graph may instead keep `check` to run on the host copy of the matching
+        input before each replay, and return True."""
+        return False
+
     # ---- elementwise (required) ------------------------------------------------------------
 
     def neg(self, x): raise NotImplementedError

@@ -1,4 +1,5 @@
-"""Hypothesis strategies that draw valid inputs for every op, keyed by `Spec.sample`.
+"""Hypothesis strategies that draw valid inputs for every op, one per kind of input
+(`Spec.sample`, an object of ndlite.ops.samples).
 
 A sampler draws a `Case`: NumPy input arrays, the op's keyword parameters, which inputs are
 differentiable, and optionally how to call the op (for ops that take a list, like cat).
@@ -7,7 +8,7 @@ floats (no NaN/inf, no subnormals, width 32 for float32) inside the spec's domai
 zeros and repeated values come up and shrink well.
 
 Backend authors get these through `ndlite.testing`; a package adding ops adds its samplers
-with `@sampler("name")`.
+with `@sampler(their_kind)`.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from hypothesis import assume
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-SAMPLERS: dict[str, Callable] = {}
+from ..ops import samples
+
+SAMPLERS: dict = {}  # ndlite.ops.samples.Sampler -> strategy factory
 MAX_SIDE = 4
 
 
@@ -44,11 +47,12 @@ class Case:
         return fn(*tensors, **self.params)
 
 
-def sampler(name: str):
-    """Register a hypothesis strategy factory `f(spec, dtype) -> strategy of Case`."""
+def sampler(kind: samples.Sampler):
+    """Register a hypothesis strategy factory `f(spec, dtype) -> strategy of Case` for the
+    inputs of `kind`."""
 
     def deco(fn):
-        SAMPLERS[name] = fn
+        SAMPLERS[kind] = fn
         return fn
 
     return deco
@@ -59,7 +63,8 @@ def strategy(spec, dtype) -> st.SearchStrategy:
     try:
         factory = SAMPLERS[spec.sample]
     except KeyError:
-        raise KeyError(f"no sampler named {spec.sample!r}; known: {sorted(SAMPLERS)}") from None
+        raise KeyError(f"no strategy for {spec.sample!r}: register one with "
+                       f"@sampler({spec.sample!r}); known: {list(SAMPLERS)}") from None
     return factory(spec, np.dtype(dtype))
 
 
@@ -100,7 +105,7 @@ def _domain(spec):
 # ---- core samplers ----------------------------------------------------------------------------
 
 
-@sampler("unary")
+@sampler(samples.UNARY)
 def _unary(spec, dtype):
     lo, hi = _domain(spec)
 
@@ -112,7 +117,7 @@ def _unary(spec, dtype):
     return draw_case()
 
 
-@sampler("binary")
+@sampler(samples.BINARY)
 def _binary(spec, dtype):
     lo, hi = _domain(spec)
 
@@ -136,7 +141,7 @@ def _binary(spec, dtype):
     return draw_case()
 
 
-@sampler("where")
+@sampler(samples.WHERE)
 def _where(spec, dtype):
     @st.composite
     def draw_case(draw):
@@ -150,7 +155,7 @@ def _where(spec, dtype):
     return draw_case()
 
 
-@sampler("reduce")
+@sampler(samples.REDUCE)
 def _reduce(spec, dtype):
     p = spec.params
     lo, hi = _domain(spec)
@@ -183,7 +188,7 @@ def _reduce(spec, dtype):
     return draw_case()
 
 
-@sampler("matmul")
+@sampler(samples.MATMUL)
 def _matmul(spec, dtype):
     nd = spec.params.get("ndim")
 
@@ -210,7 +215,7 @@ def _matmul(spec, dtype):
     return draw_case()
 
 
-@sampler("linear")
+@sampler(samples.LINEAR)
 def _linear(spec, dtype):
     @st.composite
     def draw_case(draw):
@@ -224,7 +229,7 @@ def _linear(spec, dtype):
     return draw_case()
 
 
-@sampler("reshape")
+@sampler(samples.RESHAPE)
 def _reshape(spec, dtype):
     @st.composite
     def draw_case(draw):
@@ -240,7 +245,7 @@ def _reshape(spec, dtype):
     return draw_case()
 
 
-@sampler("permute")
+@sampler(samples.PERMUTE)
 def _permute(spec, dtype):
     @st.composite
     def draw_case(draw):
@@ -252,7 +257,7 @@ def _permute(spec, dtype):
     return draw_case()
 
 
-@sampler("transpose")
+@sampler(samples.TRANSPOSE)
 def _transpose(spec, dtype):
     @st.composite
     def draw_case(draw):
@@ -264,7 +269,7 @@ def _transpose(spec, dtype):
     return draw_case()
 
 
-@sampler("expand")
+@sampler(samples.EXPAND)
 def _expand(spec, dtype):
     @st.composite
     def draw_case(draw):
@@ -277,7 +282,7 @@ def _expand(spec, dtype):
     return draw_case()
 
 
-@sampler("squeeze")
+@sampler(samples.SQUEEZE)
 def _squeeze(spec, dtype):
     @st.composite
     def draw_case(draw):
@@ -289,7 +294,7 @@ def _squeeze(spec, dtype):
     return draw_case()
 
 
-@sampler("unsqueeze")
+@sampler(samples.UNSQUEEZE)
 def _unsqueeze(spec, dtype):
     @st.composite
     def draw_case(draw):
@@ -300,7 +305,7 @@ def _unsqueeze(spec, dtype):
     return draw_case()
 
 
-@sampler("flatten")
+@sampler(samples.FLATTEN)
 def _flatten(spec, dtype):
     @st.composite
     def draw_case(draw):
@@ -312,7 +317,7 @@ def _flatten(spec, dtype):
     return draw_case()
 
 
-@sampler("cat")
+@sampler(samples.CAT)
 def _cat(spec, dtype):
     same = spec.params.get("same_shape", False)
 
@@ -333,7 +338,7 @@ def _cat(spec, dtype):
     return draw_case()
 
 
-@sampler("split")
+@sampler(samples.SPLIT)
 def _split(spec, dtype):
     chunks = spec.params.get("chunks", False)
 
@@ -356,7 +361,7 @@ def _split(spec, dtype):
     return draw_case()
 
 
-@sampler("pad")
+@sampler(samples.PAD)
 def _pad(spec, dtype):
     @st.composite
     def draw_case(draw):
@@ -427,7 +432,7 @@ def _limit_mask(mask, count):
     return out
 
 
-@sampler("getitem")
+@sampler(samples.GETITEM)
 def _getitem(spec, dtype):
     advanced = spec.params.get("advanced", False)
 
@@ -440,7 +445,7 @@ def _getitem(spec, dtype):
     return draw_case()
 
 
-@sampler("index_put")
+@sampler(samples.INDEX_PUT)
 def _index_put(spec, dtype):
     @st.composite
     def draw_case(draw):
@@ -456,7 +461,7 @@ def _index_put(spec, dtype):
     return draw_case()
 
 
-@sampler("gather")
+@sampler(samples.GATHER)
 def _gather(spec, dtype):
     @st.composite
     def draw_case(draw):
@@ -471,7 +476,7 @@ def _gather(spec, dtype):
     return draw_case()
 
 
-@sampler("scatter_add")
+@sampler(samples.SCATTER_ADD)
 def _scatter_add(spec, dtype):
     @st.composite
     def draw_case(draw):
@@ -488,7 +493,7 @@ def _scatter_add(spec, dtype):
     return draw_case()
 
 
-@sampler("take")
+@sampler(samples.TAKE)
 def _take(spec, dtype):
     @st.composite
     def draw_case(draw):
