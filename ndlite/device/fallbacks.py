@@ -60,6 +60,7 @@ def minimum(b, x, y):
 
 
 def amin(b, x, axes, keepdims):
+    # of tied 0.0 and -0.0 it keeps the element max keeps (NumPy's and OpenCL's: the last)
     if x.dtype.kind == "b":  # all(x) = not any(not x)
         return b.eq(b.max(b.eq(x, False), axes, keepdims), False)
     return _reversed(b, b.max(_reversed(b, x, x.dtype.kind), axes, keepdims), x.dtype.kind)
