@@ -153,6 +153,24 @@ def _same_padding(kernel: tuple, dilation: tuple) -> list:
     return out
 
 
+def _padding_widths(padding, stride, dilation, kernel, op: str) -> list:
+    """(before, after) padding per spatial dim for an int, a pair, 'valid' or 'same'."""
+    if isinstance(padding, str):
+        if padding == "valid":
+            return [(0, 0), (0, 0)]
+        if padding == "same":
+            if stride != (1, 1):
+                raise ValueError(f"{op}: padding='same' is not supported for strided "
+                                 f"convolutions (stride {stride})")
+            return _same_padding(kernel, dilation)
+        raise ValueError(f"{op}: padding must be an int, a pair, 'valid' or 'same', got "
+                         f"{padding!r}")
+    ph, pw = pair(padding, "padding", op)
+    if min(ph, pw) < 0:
+        raise ValueError(f"{op}: padding must be non-negative, got {(ph, pw)}")
+    return [(ph, ph), (pw, pw)]
+
+
 @implements(Conv2d)
 def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
            dilation=1, groups: int = 1) -> Tensor:
@@ -193,22 +211,7 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
                          f"shape {weight.shape} with groups={groups} expects {cg * groups}")
     if bias is not None and bias.shape != (o,):
         raise ShapeError(f"{op}: bias must have shape ({o},), got {bias.shape}")
-    if isinstance(padding, str):
-        if padding == "valid":
-            widths = [(0, 0), (0, 0)]
-        elif padding == "same":
-            if stride != (1, 1):
-                raise ValueError(f"{op}: padding='same' is not supported for strided "
-                                 f"convolutions (stride {stride})")
-            widths = _same_padding((kh, kw), dilation)
-        else:
-            raise ValueError(f"{op}: padding must be an int, a pair, 'valid' or 'same', got "
-                             f"{padding!r}")
-    else:
-        ph, pw = pair(padding, "padding", op)
-        if min(ph, pw) < 0:
-            raise ValueError(f"{op}: padding must be non-negative, got {(ph, pw)}")
-        widths = [(ph, ph), (pw, pw)]
+    widths = _padding_widths(padding, stride, dilation, (kh, kw), op)
     if any(lo != hi for lo, hi in widths):  # asymmetric 'same': pad explicitly first
         input = pad(input, (widths[1][0], widths[1][1], widths[0][0], widths[0][1]))
         widths = [(0, 0), (0, 0)]
