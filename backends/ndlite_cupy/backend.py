@@ -98,7 +98,7 @@ def _pin_fp32_matmul() -> None:
                 "unset CUPY_TF32") from None
 
 
-#: primitives that are the backend's own kernels (kernels.py), bound as instance attributes
+#: primitives that are the backend's own kernels (kernels/), bound as instance attributes
 _KERNEL_PRIMITIVES = ("add", "sub", "mul", "div", "pow", "maximum", "minimum",
                       "eq", "ne", "lt", "le", "gt", "ge", "relu", "sigmoid")
 
