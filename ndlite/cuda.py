@@ -33,6 +33,11 @@ import time
 
 import numpy as np
 
+from .creation import tensor
+from .device.registry import current_backend, get_backend
+from .errors import BackendUnavailableError
+from .tensor import Tensor
+
 #: how many steps are being recorded right now (see `capturing`)
 _recording = 0
 
@@ -46,10 +51,6 @@ def capture(step, *inputs, optimizers=(), warmup: int = 1, backend=None):
     Runs on `backend`, else that of the first input on a backend that can record graphs, else
     that of the optimizers' parameters, else the current backend; it must be one that can
     (`graph_recorder`: the cupy backend)."""
-    from .device.registry import current_backend, get_backend
-    from .errors import BackendUnavailableError
-    from .tensor import Tensor
-
     candidates = [x.backend for x in inputs if isinstance(x, Tensor)]
     candidates += [p.backend for opt in optimizers for g in opt.param_groups
                    for p in g["params"]]
@@ -79,8 +80,7 @@ def defer_host_check(tensor, check) -> bool:
     capture, False (check now); inside one, `check` is run on the host values of the input
     that `tensor` is, now and before every replay, and the answer is True. This is the
     backend hook `defer_host_check(buffer, check)` (protocol.py) for a tensor."""
-    hook = getattr(tensor.backend, "defer_host_check", None)  # absent: it records no graphs
-    return bool(hook is not None and hook(tensor.buffer, check))
+    return tensor.backend.defer_host_check(tensor.buffer, check)
 
 
 class CapturedStep:
@@ -92,7 +92,6 @@ class CapturedStep:
     See `capture`."""
 
     def __init__(self, backend, step, inputs, optimizers=(), warmup: int = 1):
-        from .tensor import Tensor
 
         self.backend = backend
         self.optimizers = list(optimizers)
@@ -124,7 +123,6 @@ class CapturedStep:
             _recording -= 1
 
     def __call__(self, *inputs):
-        from .tensor import Tensor
 
         recorder = self.recorder
         recorder.load([x.buffer if isinstance(x, Tensor) and x.backend is self.backend
@@ -193,7 +191,6 @@ class Trainer:
 
 def _host_array(x) -> np.ndarray:
     """The host values of an input: a NumPy array, or a Tensor (copied off its device)."""
-    from .tensor import Tensor
 
     if isinstance(x, Tensor):
         x = x.backend.to_numpy(x.buffer)
@@ -201,8 +198,6 @@ def _host_array(x) -> np.ndarray:
 
 
 def _on(x, backend):
-    from .creation import tensor
-    from .tensor import Tensor
 
     if isinstance(x, Tensor):
         return x.to(backend)

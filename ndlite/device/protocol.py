@@ -15,6 +15,10 @@ The methods fall in four tables, listed explicitly below (tests check that they 
 - CAPABILITIES: what a backend can do beyond computing (wait for its queue, report memory,
   defer a host check into a recorded graph), with defaults that do nothing.
 
+CUDA graphs are an optional capability outside the tables (the cupy backend's
+`graph_recorder(host_inputs)`: static inputs, warmup/record/load/scalars_only/launch, while
+recording its own host reads raise and `defer_host_check` keeps checks): docs/cuda.md.
+
 Conventions every backend follows (the conformance kit checks them):
 - binary primitives accept a buffer or a Python scalar for either operand (never both); a scalar
   takes the other operand's dtype; buffer operands already share one dtype and broadcast
