@@ -102,9 +102,6 @@ class enable_grad(set_grad_enabled):
 
 # ---- graph nodes ------------------------------------------------------------------------------
 
-_SCALARS = (int, float, bool)
-
-
 class Node:
     """One recorded op application: everything its backward needs, and where gradients go."""
 
@@ -117,7 +114,7 @@ class Node:
         self.backend = backend
         self.shapes = shapes
         self.params = params
-        self.wrap = wrap  # the tensor class's constructor from a buffer
+        self.wrap = wrap  # the class of the op's output (its _make wraps a buffer)
         self.saved = ()
         self.versions = ()
         self.out_data = None
@@ -131,7 +128,7 @@ class Node:
 
     def output(self):
         """The op's output as a tensor attached to this node (for backward of exp, tanh, ...)."""
-        return self.wrap(self.out_data, self.backend, self, True)
+        return self.wrap._make(self.out_data, self.backend, self, True)
 
     def __repr__(self) -> str:
         return f"<{self.op.__name__}Backward>"
@@ -163,18 +160,19 @@ def record(op, inputs: Sequence, out, params=None):
     input requires grad. `inputs` are the op's operands (tensors, or Python scalars, which
     get no gradient). Returns `out`."""
     next, shapes, versions = [], [], []
+    tensor = out.__class__  # inputs of that class are tensors; anything else is a number
     for t in inputs:
-        if t.__class__ in _SCALARS:
-            next.append(None)
-            shapes.append(())
-            versions.append(0)
-        else:
+        if t.__class__ is tensor:
             node = t._node
             next.append(node if node is not None else (t if t._rg else None))
             shapes.append(t._data.shape)
             box = t._vbox
             versions.append(0 if box is None else box[0])
-    node = Node(op, tuple(next), out._backend, tuple(shapes), params, out.__class__._make)
+        else:
+            next.append(None)
+            shapes.append(())
+            versions.append(0)
+    node = Node(op, tuple(next), out._backend, tuple(shapes), params, tensor)
     if op.save_inputs:
         node.saved = tuple(inputs)
         # plain numbers: the saved tensors themselves lead to their counters at backward time
@@ -191,8 +189,9 @@ def attach(op, inputs: Sequence, out, params=None):
     """`out`, with a node for `op` if grad mode is on and a tensor among `inputs` requires
     grad: the last step of every op's apply path."""
     if mode.enabled and op.differentiable:
+        tensor = out.__class__
         for t in inputs:
-            if t.__class__ not in _SCALARS and t._rg:
+            if t.__class__ is tensor and t._rg:
                 return record(op, inputs, out, params)
     return out
 

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 from ..dtypes import promote
 from ..errors import DTypeError, ShapeError
+from ..graph import mode, record
 from ..tensor import Tensor
 from . import samples
-from .dispatch import apply, broadcast_shapes, cast, check_same_backend, nary, unbroadcast
+from .dispatch import broadcast_shapes, cast, check_same_backend, nary, unbroadcast
 from .registry import SCALED, Op, Spec, declare, implements, register
+
+_make = Tensor._make
 
 
 def _mT(x: Tensor) -> Tensor:
@@ -101,7 +104,10 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
     backend = a._backend
     if backend is not b._backend:
         check_same_backend("matmul", a, b)
-    return apply(Matmul, (a, b), Matmul.forward(backend, a._data, b._data), backend)
+    out = _make(Matmul.forward(backend, a._data, b._data), backend)
+    if (a._rg or b._rg) and mode.enabled:  # inline: the hot path of every layer
+        record(Matmul, (a, b), out)
+    return out
 
 
 def rmatmul(a, b) -> Tensor:
