@@ -6,14 +6,18 @@ checkouts, run it alternately with each on PYTHONPATH:
         OPENBLAS_NUM_THREADS=1 PYTHONPATH=$tree:$tree/backends python bench/op_overhead_min.py
     done; done
 """
-import timeit, json, sys
+import json
+import timeit
+
 import ndlite
-a = ndlite.ones(8); b = ndlite.full((8,), 2.0); m = ndlite.ones(8, 8)
-ag = ndlite.ones(8, requires_grad=True); mg = ndlite.ones(8, 8, requires_grad=True)
+
+a, b, m = ndlite.ones(8), ndlite.full((8,), 2.0), ndlite.ones(8, 8)
+ag, mg = ndlite.ones(8, requires_grad=True), ndlite.ones(8, 8, requires_grad=True)
 ops = {"add": lambda: a + b, "mul": lambda: a * b, "add scalar": lambda: a + 1.0,
        "exp": lambda: a.exp(), "relu": lambda: a.relu(), "sum": lambda: a.sum(),
        "reshape": lambda: a.reshape(2, 4), "slice": lambda: a[1:5], "matmul": lambda: m @ m,
        "add+grad": lambda: ag + b, "exp+grad": lambda: ag.exp(), "matmul+grad": lambda: mg @ m,
        "backward": lambda: (ag * 2).sum().backward()}
-out = {k: min(timeit.repeat(f, number=2000, repeat=25)) / 2000 * 1e6 for k, f in ops.items()}
+out = {k: min(timeit.repeat(f, number=2000, repeat=25)) / 2000 * 1e6
+       for k, f in ops.items()}
 print(json.dumps(out))
