@@ -63,7 +63,7 @@ timeout 240 python3 -m ndlite train mnist --backend cupy --graph --data-dir "$DA
   --optimizer adam --lr 1e-3 --lr-schedule cosine --no-progress \
   --json "$OUT/cupy_train_mnist.json" 2>&1 | tee -a "$LOG"
 step "(e) suites on cupy"
-timeout 90 $PYTEST -n 8 tests/backends/test_cupy.py 2>&1 | tail -15 | tee -a "$LOG"
+timeout 90 $PYTEST -n 8 tests/backends/test_cupy.py tests/backends/test_cupy_indexing.py 2>&1 | tail -15 | tee -a "$LOG"
 timeout 200 $PYTEST -n 8 --pyargs ndlite.testing.suite --ndlite-backend cupy 2>&1 | tail -15 \
   | tee -a "$LOG"
 timeout 200 $PYTEST -n 8 tests/conformance tests/nn tests/optim --ndlite-backend cupy \

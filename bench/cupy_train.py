@@ -264,7 +264,7 @@ def run_memory(args) -> dict:
     reserved = cupy.get_default_memory_pool().total_bytes()
     result = {"side": f"ndlite {args.side}", "peak_in_use": hook.peak}
     if args.side == "graph":  # the graph owns its private pool whole: count it all
-        result["graph_private_pool"] = side.graph.pool.total_bytes()
+        result["graph_private_pool"] = side.graph.recorder.pool.total_bytes()
         reserved += result["graph_private_pool"]
     result["reserved"] = reserved
     return result

@@ -12,15 +12,9 @@ reference), CuPy (CUDA) and OpenCL. Pick a backend with `NDLITE_BACKEND` or `set
 
 __version__ = "0.1.0"
 
-from . import autograd, dtypes
-from .autograd import (
-    enable_grad,
-    is_grad_enabled,
-    no_grad,
-    set_grad_enabled,
-    value_and_grad,
-)
+from . import autograd, cuda, data, dtypes, graph, methods, nn, optim
 from .autograd import grad_of as grad
+from .autograd import value_and_grad
 from .creation import (
     arange,
     as_tensor,
@@ -65,19 +59,17 @@ from .errors import (
     OutOfMemoryError,
     ShapeError,
 )
-from .ops.elementwise import (
-    abs,
+from .graph import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .interop import from_dlpack
+from .ops.binary import (
     add,
     clamp,
     clip,
-    clone,
     div,
     eq,
-    exp,
     ge,
     gt,
     le,
-    log,
     logical_and,
     logical_not,
     logical_or,
@@ -87,31 +79,19 @@ from .ops.elementwise import (
     minimum,
     mul,
     ne,
-    neg,
     pow,
-    relu,
-    sigmoid,
-    sign,
-    sqrt,
     sub,
-    tanh,
-    where,
 )
-from .ops.indexing import gather, index_select, scatter_add, take
+from .ops.elementwise import clone, where
+from .ops.gather import gather, index_select, scatter_add, take
+from .ops.join import cat, chunk, concatenate, narrow, pad, split, stack
 from .ops.linalg import bmm, dot, matmul, mm
 from .ops.movement import (
     broadcast_to,
-    cat,
-    chunk,
-    concatenate,
     flatten,
-    narrow,
-    pad,
     permute,
     reshape,
-    split,
     squeeze,
-    stack,
     transpose,
     unflatten,
     unsqueeze,
@@ -131,22 +111,11 @@ from .ops.reduce import (
     sum,
     var,
 )
+from .ops.unary import abs, exp, log, neg, relu, sigmoid, sign, sqrt, tanh
+from .select import BackendChoice, select_backend
+from .serialization import load, save
 from .tensor import Tensor
 
 float = float32  # noqa: A001 - torch.float
 bool = bool_  # noqa: A001 - torch.bool
 int = int32  # noqa: A001 - torch.int
-
-from . import data, nn, optim  # noqa: E402  (they build on everything above)
-from .interop import from_dlpack  # noqa: E402
-from .select import BackendChoice, select_backend  # noqa: E402
-from .serialization import load, save  # noqa: E402
-
-
-def __getattr__(name: str):
-    # ndlite.cuda (CUDA graphs) on first use; it imports no CuPy either way
-    if name == "cuda":
-        import importlib
-
-        return importlib.import_module(".cuda", __name__)
-    raise AttributeError(f"module 'ndlite' has no attribute {name!r}")

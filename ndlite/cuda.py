@@ -18,14 +18,28 @@ graph.py says how each is enforced):
   their Python side runs (step counts, the current learning rate) without launching anything;
 - the outputs and the parameters' `.grad` are the same tensors after every call.
 `Trainer` does this for `ndlite train mnist --graph`. Importing this module imports no CuPy.
+
+Recording is a capability of the backend: `backend.graph_recorder(host_inputs)` returns an
+object that does the device work (static input buffers, the capture's stream and private
+memory pool, recording, the hyperparameter table of the fused optimizer steps, the launch;
+the backend's primitives refuse host reads while it records). This module does the tensor
+work around it (`CapturedStep`): the static inputs as tensors, the parameters' `.grad`, the
+optimizers' Python side before each replay.
 """
 
 from __future__ import annotations
 
 import time
 
-#: the capture in progress (the CuPy backend's graph.CapturedStep), while a step is recorded
-_active = None
+import numpy as np
+
+from .creation import tensor
+from .device.registry import current_backend, get_backend
+from .errors import BackendUnavailableError
+from .tensor import Tensor
+
+#: how many steps are being recorded right now (see `capturing`)
+_recording = 0
 
 
 def capture(step, *inputs, optimizers=(), warmup: int = 1, backend=None):
@@ -34,41 +48,96 @@ def capture(step, *inputs, optimizers=(), warmup: int = 1, backend=None):
     replays the step and returns its outputs. The recording itself computes nothing: the first
     call performs the recorded step (its optimizer state already counts that step).
 
-    Runs on `backend`, else that of the first input on a CuPy backend, else that of the
-    optimizers' parameters, else the current backend; it must be a `cupy` one."""
-    from .device.registry import current_backend, get_backend
-    from .errors import BackendUnavailableError
-    from .tensor import Tensor
-
-    candidates = [x._backend for x in inputs if isinstance(x, Tensor)]
-    candidates += [p._backend for opt in optimizers for g in opt.param_groups
+    Runs on `backend`, else that of the first input on a backend that can record graphs, else
+    that of the optimizers' parameters, else the current backend; it must be one that can
+    (`graph_recorder`: the cupy backend)."""
+    candidates = [x.backend for x in inputs if isinstance(x, Tensor)]
+    candidates += [p.backend for opt in optimizers for g in opt.param_groups
                    for p in g["params"]]
     backend = get_backend(backend) if backend is not None else next(
-        (c for c in candidates if c.kind == "cupy"), None) or current_backend()
-    if backend.kind != "cupy":
+        (c for c in candidates if _records(c)), None) or current_backend()
+    if not _records(backend):
         raise BackendUnavailableError(
             "cuda", f"graph capture needs the cupy backend, and this step runs on "
                     f"{backend.name}", "select it with NDLITE_BACKEND=cupy or "
                                        "ndlite.set_backend('cupy')")
     if warmup < 0:
         raise ValueError(f"capture: warmup must be >= 0, got {warmup}")
-    return backend.capture(step, inputs, optimizers=optimizers, warmup=warmup)
+    return CapturedStep(backend, step, inputs, optimizers, warmup)
+
+
+def _records(backend) -> bool:
+    return getattr(backend, "graph_recorder", None) is not None
 
 
 def capturing() -> bool:
     """Whether a step is being recorded right now."""
-    return _active is not None
+    return _recording > 0
 
 
 def defer_host_check(tensor, check) -> bool:
     """For code that checks a tensor's values on the host (nll_loss's labels): outside a
     capture, False (check now); inside one, `check` is run on the host values of the input
-    that `tensor` is, now and before every replay, and the answer is True."""
-    capture_in_progress = _active
-    if capture_in_progress is None:
-        return False
-    capture_in_progress.defer_check(tensor, check)
-    return True
+    that `tensor` is, now and before every replay, and the answer is True. This is the
+    backend hook `defer_host_check(buffer, check)` (protocol.py) for a tensor."""
+    return tensor.backend.defer_host_check(tensor.buffer, check)
+
+
+class CapturedStep:
+    """`step(*inputs)` recorded as a CUDA graph on `backend`; calling it with new inputs of the
+    same shapes and dtypes replays the step and returns its outputs (the same tensors every
+    call, updated in place). The backend's graph recorder does the device work (stream,
+    memory pool, recording, the launch); this class does what concerns tensors: the static
+    inputs as tensors, the parameters' `.grad`, the optimizers' Python side before a replay.
+    See `capture`."""
+
+    def __init__(self, backend, step, inputs, optimizers=(), warmup: int = 1):
+
+        self.backend = backend
+        self.optimizers = list(optimizers)
+        self.recorder = recorder = backend.graph_recorder([_host_array(x) for x in inputs])
+        self.inputs = [Tensor._make(buffer, backend) for buffer in recorder.inputs]
+        params = [p for opt in self.optimizers for g in opt.param_groups for p in g["params"]]
+        self.warmup_outputs = None  # what the last warm-up step returned
+        with recorder.warmup():
+            for _ in range(warmup):
+                self.warmup_outputs = step(*self.inputs)
+        before = [p.grad for p in params]
+        self.outputs = self._record(step)
+        self.grads = [(p, p.grad) for p in params if p.grad is not None]
+        for p, grad in zip(params, before, strict=True):
+            p.grad = grad  # the captured gradients hold values only after the first call
+        if recorder.optimizer_updates and not self.optimizers:
+            raise ValueError("ndlite.cuda.capture: the step updates parameters with an "
+                             "optimizer; pass it as optimizers=[...] so that each replay gets "
+                             "its current learning rate and step count")
+        self._fresh = True  # the recording pass already ran the optimizers' Python side
+
+    def _record(self, step):
+        global _recording
+        _recording += 1
+        try:
+            with self.recorder.record():
+                return step(*self.inputs)
+        finally:
+            _recording -= 1
+
+    def __call__(self, *inputs):
+
+        recorder = self.recorder
+        recorder.load([x.buffer if isinstance(x, Tensor) and x.backend is self.backend
+                       else _host_array(x) for x in inputs])  # checks first: bad labels stop here
+        if not self._fresh:
+            for p, grad in self.grads:
+                p.grad = grad
+            with recorder.scalars_only():  # step counts, the current lr: no launches
+                for opt in self.optimizers:
+                    opt.step()
+        self._fresh = False
+        recorder.launch()
+        for p, grad in self.grads:
+            p.grad = grad
+        return self.outputs
 
 
 class Trainer:
@@ -98,7 +167,7 @@ class Trainer:
         key = (tuple(x.shape), str(x.dtype), tuple(y.shape), str(y.dtype))
         if self.graph is None:
             self.graph = capture(self._step, x, y, optimizers=[self.optimizer], warmup=1,
-                                 backend=next(iter(self.model.parameters()))._backend)
+                                 backend=next(iter(self.model.parameters())).backend)
             self.key = key
             return self.graph.warmup_outputs  # the warm-up step's loss
         if key == self.key:
@@ -120,9 +189,15 @@ class Trainer:
         return {"loss": total / max(images, 1), "images": images, "seconds": seconds}
 
 
+def _host_array(x) -> np.ndarray:
+    """The host values of an input: a NumPy array, or a Tensor (copied off its device)."""
+
+    if isinstance(x, Tensor):
+        x = x.backend.to_numpy(x.buffer)
+    return np.ascontiguousarray(x)
+
+
 def _on(x, backend):
-    from .creation import tensor
-    from .tensor import Tensor
 
     if isinstance(x, Tensor):
         return x.to(backend)

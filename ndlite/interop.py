@@ -1,6 +1,6 @@
 """DLPack both ways: other libraries read ndlite tensors (`Tensor.__dlpack__`,
-`Tensor.__dlpack_device__`) and ndlite reads theirs (`ndlite.from_dlpack`), sharing memory
-wherever both sides can reach it.
+`Tensor.__dlpack_device__`, bound here when ndlite is imported) and ndlite reads theirs
+(`ndlite.from_dlpack`), sharing memory wherever both sides can reach it.
 
 - NumPy-backend tensors are CPU memory: `np.from_dlpack(t)`, `torch.from_dlpack(t)` and
   `ndlite.from_dlpack(numpy_array or cpu_torch_tensor)` share it, no copy.
@@ -32,6 +32,7 @@ import numpy as np
 
 from .device.registry import get_backend
 from .errors import DTypeError
+from .tensor import Tensor
 
 #: DLPack device types (dlpack.h's DLDeviceType) that ndlite meets
 KDL_CPU, KDL_CUDA, KDL_CUDA_HOST, KDL_OPENCL, KDL_CUDA_MANAGED = 1, 2, 3, 4, 13
@@ -115,8 +116,6 @@ def from_dlpack(x, *, backend=None, copy: bool | None = None):
     >>> t.tolist(), t.dtype, t.device
     ([0, 10, 2], dtype('int64'), 'numpy')
     """
-    from .tensor import Tensor
-
     if isinstance(x, Tensor):  # no protocol needed, and an OpenCL tensor works too
         return _from_tensor(x.detach(), backend, copy)
     if not hasattr(x, "__dlpack__") or not hasattr(x, "__dlpack_device__"):
@@ -152,8 +151,17 @@ def from_dlpack(x, *, backend=None, copy: bool | None = None):
 def _from_tensor(t, backend, copy):
     target = t.backend if backend is None else get_backend(backend)
     if target.name == t.backend.name:
-        return t.__class__._make(t.backend.copy(t.buffer), t.backend) if copy else t
+        return Tensor._make(t.backend.copy(t.buffer), t.backend) if copy else t
     if copy is False:
         raise BufferError(f"from_dlpack: a {t.backend.name} tensor cannot be shared with backend "
                           f"{target.name}; pass copy=None or copy=True to copy it")
     return t.to(target)
+
+
+def bind() -> None:
+    """Make Tensor a DLPack producer (run once, when ndlite is imported)."""
+    Tensor.__dlpack__ = dlpack
+    Tensor.__dlpack_device__ = dlpack_device
+
+
+bind()

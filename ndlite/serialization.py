@@ -15,6 +15,7 @@ import zipfile
 
 import numpy as np
 
+from .creation import tensor
 from .tensor import Tensor
 
 FORMAT = "ndlite-checkpoint"
@@ -44,8 +45,6 @@ def _encode(obj, arrays: list):
 
 
 def _decode(node, arrays, backend):
-    from .creation import tensor
-
     if "tensor" in node:
         return tensor(arrays[f"t{node['tensor']}"], backend=backend)
     if "array" in node:

@@ -1,20 +1,18 @@
 """Tensor: a backend buffer plus autograd metadata.
 
 A tensor holds `_data` (its backend's native array), `_backend`, and for autograd `_node`
-(the op that made it, None for leaves), `_rg` (requires grad), `grad`, and `_vbox`, a version
-counter shared with its views that in-place ops bump. Everything a tensor computes is an op
-from `ndlite.ops`; the method table at the bottom of this file binds them as methods and
-operators, PyTorch-style.
+(the op that made it, None for leaves), `_rg` (requires grad), `grad`, `_vbox` (a version
+counter shared with its views that in-place ops bump) and `_hooks`. This class holds the data
+structure only: everything a tensor computes is an op of `ndlite.ops`, bound as methods and
+operators in one place once the ops are loaded (ndlite/methods.py), so this module imports
+nothing above the autograd engine.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from . import autograd
-from .device.protocol import Backend
-from .device.registry import get_backend
-from .dtypes import as_dtype
+from . import graph
 from .errors import DTypeError, ShapeError
 
 
@@ -31,15 +29,6 @@ class Tensor:
 
     __slots__ = ("_data", "_backend", "_node", "_rg", "grad", "_vbox", "_hooks", "__weakref__")
     __array_priority__ = 1000  # numpy_array + tensor calls Tensor.__radd__
-
-    def __init__(self, data, dtype=None, backend=None, requires_grad: bool = False):
-        from .creation import tensor
-
-        t = tensor(data, dtype=dtype, backend=backend)
-        self._data, self._backend = t._data, t._backend
-        self._node, self._rg, self.grad, self._vbox, self._hooks = None, False, None, None, None
-        if requires_grad:
-            self.requires_grad_()
 
     @staticmethod
     def _make(data, backend, node=None, requires_grad=False) -> Tensor:
@@ -167,18 +156,13 @@ class Tensor:
                                "require grad")
         if self._hooks is None:
             self._hooks = {}
-        return autograd.HookHandle(self._hooks, hook)
+        return graph.HookHandle(self._hooks, hook)
 
     def retain_grad(self) -> None:
         """Keep this non-leaf tensor's gradient in `.grad` after backward."""
         if self._node is None and not self._rg:
             raise RuntimeError("retain_grad: the tensor does not require grad")
-        autograd.retain(self)
-
-    def backward(self, gradient=None, retain_graph: bool | None = None,
-                 create_graph: bool = False) -> None:
-        """Accumulate the gradient of this tensor into `.grad` of every leaf that requires it."""
-        autograd.backward(self, gradient, retain_graph, create_graph)
+        graph.retain(self)
 
     @property
     def data(self) -> Tensor:
@@ -191,6 +175,12 @@ class Tensor:
             raise ShapeError(f"data: cannot set data of shape {value.shape} {value.dtype} on a "
                              f"tensor of shape {self.shape} {self.dtype}")
         self._data = value._data
+
+    def set_(self, source: Tensor) -> Tensor:
+        """Make this tensor use `source`'s memory, backend, shape and dtype (torch's
+        `Tensor.set_`): how `Module.to` moves parameters while keeping the same objects."""
+        self._data, self._backend = source._data, source._backend
+        return self
 
     def _version_box(self) -> list:
         box = self._vbox
@@ -212,7 +202,7 @@ class Tensor:
         return self._backend.to_numpy(self._data)
 
     def __array__(self, dtype=None, copy=None):
-        out = self.detach().numpy()
+        out = self.numpy()  # like torch: refused for a tensor that requires grad
         return out.astype(dtype, copy=False) if dtype is not None else out
 
     def item(self):
@@ -273,72 +263,12 @@ class Tensor:
             extras.append("requires_grad=True")
         return "tensor(" + ", ".join([body, *extras]) + ")"
 
-    # ---- moving between backends and dtypes ----------------------------------------------
-
-    def to(self, *args, dtype=None, backend=None, device=None, copy: bool = False) -> Tensor:
-        """Another backend and/or dtype: `t.to("cupy")`, `t.to(ndlite.float64)`,
-        `t.to("opencl", ndlite.float32)`. Differentiable; returns self when nothing changes."""
-        for arg in args:
-            if isinstance(arg, (str, Backend)):
-                backend = arg
-            else:
-                dtype = arg
-        target = get_backend(backend if backend is not None else device) \
-            if (backend is not None or device is not None) else self._backend
-        out = self
-        if target is not self._backend:
-            out = _e.transfer(out, target)
-        if dtype is not None and as_dtype(dtype) != out.dtype:
-            out = _e.astype(out, as_dtype(dtype))
-        if copy and out is self:
-            out = self.clone()
-        return out
-
-    def cpu(self) -> Tensor:
-        """This tensor on the NumPy backend."""
-        return self.to("numpy")
-
-    def cuda(self, device: int | None = None) -> Tensor:
-        """This tensor on the CuPy backend."""
-        return self.to("cupy" if device is None else f"cupy:{device}")
-
-    def float(self) -> Tensor:
-        return self.to(np.dtype("float32"))
-
-    def double(self) -> Tensor:
-        return self.to(np.dtype("float64"))
-
-    def long(self) -> Tensor:
-        return self.to(np.dtype("int64"))
-
-    def int(self) -> Tensor:
-        return self.to(np.dtype("int32"))
-
-    def bool(self) -> Tensor:
-        return self.to(np.dtype("bool"))
-
-    def type(self, dtype=None):
-        if dtype is None:
-            return f"ndlite.{self._data.dtype}"
-        return self.to(dtype)
-
-    # ---- in-place ------------------------------------------------------------------------
-
     def _bump(self) -> None:
         box = self._vbox
         if box is None:
             self._vbox = [1]
         else:
             box[0] += 1
-
-    def zero_(self) -> Tensor:
-        return self.fill_(0)
-
-    def fill_(self, value) -> Tensor:
-        return _ip.fill_(self, value)
-
-    def copy_(self, src) -> Tensor:
-        return _ip.copy_(self, src)
 
 
 def _dim(dim: int, ndim: int, op: str) -> int:
@@ -350,78 +280,3 @@ def _dim(dim: int, ndim: int, op: str) -> int:
 
 
 _new = object.__new__
-autograd.Tensor = Tensor
-
-
-# ---- the method table: operators and methods are the ops of ndlite.ops -------------------------
-# (imported here, after the class, because the ops themselves build Tensors)
-
-from .ops import elementwise as _e  # noqa: E402
-from .ops import indexing as _i  # noqa: E402
-from .ops import inplace as _ip  # noqa: E402
-from .ops import linalg as _l  # noqa: E402
-from .ops import movement as _m  # noqa: E402
-from .ops import reduce as _r  # noqa: E402
-
-
-def _swap(fn):
-    return lambda a, b: fn(b, a)
-
-
-_METHODS = {
-    # arithmetic and comparison operators (reflected forms swap the operands)
-    "__add__": _e.add, "__radd__": _e.add, "__sub__": _e.sub, "__rsub__": _e.rsub,
-    "__mul__": _e.mul, "__rmul__": _e.mul, "__truediv__": _e.div, "__rtruediv__": _e.rdiv,
-    "__pow__": _e.pow, "__rpow__": _e.rpow, "__matmul__": _l.matmul, "__rmatmul__": _l.rmatmul,
-    "__neg__": _e.neg, "__abs__": _e.abs, "__pos__": lambda x: x,
-    "__eq__": _e.eq, "__ne__": _e.ne, "__lt__": _e.lt, "__le__": _e.le, "__gt__": _e.gt,
-    "__ge__": _e.ge,
-    "__and__": _e.logical_and, "__rand__": _e.logical_and, "__or__": _e.logical_or,
-    "__ror__": _e.logical_or, "__xor__": _e.logical_xor, "__rxor__": _e.logical_xor,
-    "__invert__": _e.logical_not,
-    "__iadd__": _ip.add_, "__isub__": _ip.sub_, "__imul__": _ip.mul_, "__itruediv__": _ip.div_,
-    "__getitem__": _i.getitem, "__setitem__": _i.setitem,
-    # elementwise
-    "add": _e.add, "sub": _e.sub, "mul": _e.mul, "div": _e.div, "pow": _e.pow,
-    "neg": _e.neg, "exp": _e.exp, "log": _e.log, "sqrt": _e.sqrt, "tanh": _e.tanh,
-    "sigmoid": _e.sigmoid, "relu": _e.relu, "abs": _e.abs, "sign": _e.sign,
-    "maximum": _e.maximum, "minimum": _e.minimum, "clamp": _e.clamp, "clip": _e.clamp,
-    "eq": _e.eq, "ne": _e.ne, "lt": _e.lt, "le": _e.le, "gt": _e.gt, "ge": _e.ge,
-    "logical_and": _e.logical_and, "logical_or": _e.logical_or, "logical_not": _e.logical_not,
-    "where": lambda self, cond, other: _e.where(cond, self, other),
-    "astype": _e.astype, "clone": _e.clone,
-    # reductions
-    "sum": _r.sum, "mean": _r.mean, "var": _r.var, "std": _r.std, "max": _r.max,
-    "min": _r.min, "amax": _r.amax, "amin": _r.amin, "argmax": _r.argmax, "argmin": _r.argmin,
-    "logsumexp": _r.logsumexp, "all": _r.all, "any": _r.any,
-    # linear algebra
-    "matmul": _l.matmul, "mm": _l.mm, "bmm": _l.bmm, "dot": _l.dot,
-    # movement
-    "reshape": _m.reshape, "view": _m.view, "flatten": _m.flatten, "unflatten": _m.unflatten,
-    "squeeze": _m.squeeze, "unsqueeze": _m.unsqueeze, "permute": _m.permute,
-    "transpose": _m.transpose, "t": _m.t, "expand": _m.expand, "expand_as": _m.expand_as,
-    "broadcast_to": _m.broadcast_to, "split": _m.split, "chunk": _m.chunk, "narrow": _m.narrow,
-    "gather": _i.gather, "index_select": _i.index_select,
-    # in place
-    "add_": _ip.add_, "sub_": _ip.sub_, "mul_": _ip.mul_, "div_": _ip.div_, "pow_": _ip.pow_,
-    "clamp_": _ip.clamp_, "neg_": _ip.neg_, "relu_": _ip.relu_,
-}
-for _name, _fn in _METHODS.items():
-    setattr(Tensor, _name, _fn)
-Tensor.T = property(_m.t)
-Tensor.mT = property(_m.matrix_transpose)
-
-
-def _contiguous(self) -> Tensor:
-    """Self (ndlite keeps layouts internal to each backend)."""
-    return self
-
-
-Tensor.contiguous = _contiguous
-
-
-# DLPack (ndlite/interop.py): np/torch/cupy.from_dlpack(t) share a tensor's memory
-from . import interop as _interop  # noqa: E402  (it needs Tensor defined)
-
-Tensor.__dlpack__ = _interop.dlpack
-Tensor.__dlpack_device__ = _interop.dlpack_device

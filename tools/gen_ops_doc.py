@@ -13,7 +13,7 @@ DOC = ROOT / "docs" / "ops.md"
 
 
 def render() -> str:
-    from ndlite.ops import OPS
+    from ndlite.ops import OPS, resolve
 
     lines = [
         "# Ops",
@@ -29,13 +29,13 @@ def render() -> str:
     for name in sorted(OPS):
         op = OPS[name]
         spec = op.spec
-        module = op.__module__.rsplit(".", 1)[-1] if not op.composite else \
-            op.__module__.rsplit(".", 1)[-1] + " (composed)"
-        call = (spec.call or f"ndlite:{name}").replace(":", ".")
+        fn = resolve(op)
+        module = (op.function or op).__module__.rsplit(".", 1)[-1]
+        call = f"{fn.__module__}.{fn.__qualname__}".replace(".<locals>", "")
         kind = "composed" if op.composite else "op"
         lines.append(f"| `{name}` | {module} | `{call}` | {kind} | "
                      f"{'yes' if spec.grad else 'no'} | {'yes' if spec.second_order else ''} | "
-                     f"{spec.tol} | `{spec.sample}` |")
+                     f"{spec.tol} | `{spec.sample.name}` |")
     return "\n".join(lines) + "\n"
 
 

@@ -14,8 +14,10 @@ does differently from the contract:
   `to_numpy` (a copy), `assign` between overlapping buffers.
 
 The neural-network fast paths (convolution, pooling, log_softmax, nll_loss, optimizer steps)
-are CUDA kernels in nn.py and optim.py; `capture` records a whole training step as a CUDA
-graph (graph.py; the public entry point is ndlite.cuda.capture).
+are CUDA kernels in nn.py and optim.py. CUDA graphs are a capability of this backend:
+`graph_recorder` hands out graph.py's GraphRecorder, which ndlite.cuda.capture drives; while a
+step is recorded, this class's own primitives look at `_recording` (host reads refuse,
+matmul takes the recordable cuBLAS path, `defer_host_check` keeps a check for each replay).
 
 Memory comes from CuPy's pool with ndlite's out-of-memory rule (memory.py). float32 matmul
 never uses TF32 (see `_pin_fp32_matmul`). Work is queued on the device's current stream;
@@ -30,6 +32,8 @@ import os
 import numpy as np
 
 from ndlite.device import Backend, BackendUnavailableError, XpBackend
+
+from . import graph  # imports no CuPy
 
 INSTALL = "pip install 'ndlite[cuda12]' or 'ndlite[cuda13]' (the one matching your CUDA driver)"
 
@@ -98,7 +102,7 @@ def _pin_fp32_matmul() -> None:
                 "unset CUPY_TF32") from None
 
 
-#: primitives that are the backend's own kernels (kernels.py), bound as instance attributes
+#: primitives that are the backend's own kernels (kernels/), bound as instance attributes
 _KERNEL_PRIMITIVES = ("add", "sub", "mul", "div", "pow", "maximum", "minimum",
                       "eq", "ne", "lt", "le", "gt", "ge", "relu", "sigmoid")
 
@@ -136,8 +140,11 @@ class CupyBackend(XpBackend):
 
     kind = "cupy"
     asynchronous = True
-    #: the hyperparameter table of a CUDA graph being recorded or prepared (graph.py)
-    _capture = None
+    #: the graph.GraphRecorder recording a step right now, else None
+    _recording = None
+    #: the hyperparameter table that fused optimizer steps write instead of launching with
+    #: their values (while a step is recorded, or in a scalars-only pass before a replay)
+    _optimizer_table = None
 
     def __init__(self, device: str | None = None, *, switch_device: bool | None = None):
         cupy = _import_cupy()
@@ -154,11 +161,9 @@ class CupyBackend(XpBackend):
         self._kernels = k = kernels()
         for name in _KERNEL_PRIMITIVES:
             setattr(self, name, getattr(k, name))
-        self.matmul = cupy.matmul
-        self._indexing = indexing
-        from . import nn, optim
+        from . import blas, nn, optim
 
-        self._nn, self._optim = nn, optim
+        self._indexing, self._blas, self._nn, self._optim = indexing, blas, nn, optim
         if switch_device is None:
             switch_device = index != cupy.cuda.runtime.getDevice()
         self.switch_device = switch_device
@@ -205,12 +210,16 @@ class CupyBackend(XpBackend):
     # ---- transfer and memory ---------------------------------------------------------------
 
     def from_numpy(self, array):
+        if self._recording is not None:
+            raise graph.refused("from_numpy")
         # a byte copy: cupy.array() of a 0-d array loses the sign of -0.0
         out = self.xp.empty(array.shape, dtype=array.dtype)
         out.set(array if array.flags.c_contiguous else np.ascontiguousarray(array))
         return out
 
     def to_numpy(self, x):
+        if self._recording is not None:
+            raise graph.refused("to_numpy")
         return x.get()  # a host copy; waits for the work that produces x
 
     def full(self, shape, value, dtype):
@@ -222,6 +231,8 @@ class CupyBackend(XpBackend):
         return out
 
     def synchronize(self) -> None:
+        if self._recording is not None:
+            raise graph.refused("synchronize")
         self._device.synchronize()
 
     def assign(self, dst, src):
@@ -229,6 +240,13 @@ class CupyBackend(XpBackend):
         if isinstance(src, cupy.ndarray) and cupy.may_share_memory(dst, src):
             src = src.copy()  # NumPy reads all of src before writing; a GPU copy would race
         cupy.copyto(dst, src, casting="unsafe")
+
+    # ---- linear algebra ----------------------------------------------------------------------
+
+    def matmul(self, a, b):
+        if self._recording is not None:  # CuPy refuses its own cuBLAS calls in a capture
+            return self._blas.capturable_matmul(a, b)
+        return self.xp.matmul(a, b)
 
     # ---- reductions ------------------------------------------------------------------------
 
@@ -318,10 +336,17 @@ class CupyBackend(XpBackend):
         self._optim.adam_step(self, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, lr,
                               beta1, beta2, eps, weight_decay, decoupled_weight_decay)
 
-    # ---- CUDA graphs (graph.py; the public entry point is ndlite.cuda.capture) -----------------
+    # ---- CUDA graphs (graph.py; the public entry point is ndlite.cuda.capture) -------------
 
-    def capture(self, step, inputs, optimizers=(), warmup: int = 1):
-        from .graph import CapturedStep
+    def graph_recorder(self, host_inputs):
+        """A graph.GraphRecorder for one step, its static inputs holding `host_inputs`."""
+        return graph.GraphRecorder(self, host_inputs)
 
-        with self._device:
-            return CapturedStep(self, step, inputs, optimizers, warmup)
+    def defer_host_check(self, buffer, check) -> bool:
+        """Outside a recording, False: the caller checks now. While a step is recorded,
+        `buffer` must be one of its static inputs: `check(host values)` runs now and on each
+        replay's new values before anything runs (GraphRecorder.load); True."""
+        if self._recording is None:
+            return False
+        self._recording.defer_check(buffer, check)
+        return True

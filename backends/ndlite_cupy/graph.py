@@ -1,49 +1,76 @@
-"""CUDA graph capture of a whole training step on the CuPy backend (ndlite.cuda.capture).
+"""CUDA graphs on the CuPy backend: the backend's side of ndlite.cuda.capture.
 
 A step is recorded once by CUDA stream capture and then replayed with one cudaGraphLaunch per
 iteration, so ndlite's Python and CuPy's launch costs are paid once instead of every step.
-What would break a replay, and how it is handled:
-- host reads (to_numpy, .item(), a label check) cannot run inside a capture: the backend
-  raises a clear error for them while recording, except for checks that ndlite.cuda defers:
-  nll_loss's label check runs on the host copy of each call's inputs, before the replay;
+The core (ndlite.cuda) drives a capture through one object the backend hands out,
+`backend.graph_recorder(host_inputs)`, which knows CuPy buffers and NumPy arrays only, never
+tensors or optimizers:
+
+    recorder = backend.graph_recorder([x0, y0])  # static input buffers holding x0, y0
+    with recorder.warmup():                      # eager steps, on the capture's stream and pool
+        step(*recorder.inputs)
+    with recorder.record():                      # the step is recorded; nothing is computed
+        outputs = step(*recorder.inputs)
+    recorder.load([x, y])                        # deferred checks, then copy into the inputs
+    with recorder.scalars_only():                # optimizer steps write their hyperparameters
+        opt.step()                               # into the table and launch nothing
+    recorder.launch()                            # the table goes up, the graph runs
+
+What would break a replay, and how the backend handles it:
+- host reads: while recording, the backend's own to_numpy, synchronize and from_numpy raise a
+  clear error (REFUSED). A check that can wait goes through `backend.defer_host_check(buffer,
+  check)`: the buffer must be one of the static inputs, and `check(host values)` runs now and
+  on each later call's values in `load`, before anything is copied or launched;
 - allocations: the step records with a private memory pool, used for nothing else, so the
-  buffers the graph reads and writes are never handed to other code; inputs are copied into
-  static buffers before each replay, and outputs are the same tensors each time;
+  buffers the graph reads and writes are never handed to other code;
 - Python state that changes per step (optimizer step counts, the learning rate): the fused
-  optimizer kernels read their hyperparameters from a table in device memory (optim.py);
-  before each replay the optimizers' Python code runs in a "scalars only" mode that updates
-  their state and refills the table, launching nothing; the parameters' .grad are the graph's
-  gradient buffers again after each replay;
+  optimizer kernels read their hyperparameters from a table in device memory while recorded
+  (optim.py); `scalars_only` lets the optimizers' Python side refill it before a replay;
 - lazy initialization (kernel compilation, cuBLAS workspaces) must not happen while
-  recording: `warmup` eager steps run first, on the capture's stream and pool;
-- CuPy refuses cuBLAS calls during a capture: matrix products are recorded through blas.py.
+  recording: the core runs warm-up steps first, inside `warmup()`;
+- CuPy refuses cuBLAS calls during a capture: while recording, the backend's matmul sends 2-D
+  products through blas.py, which cuBLAS records fine.
 """
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import numpy as np
 
-import ndlite.cuda
-from ndlite.errors import ShapeError
-from ndlite.tensor import Tensor
-
-from . import blas
+from ndlite.device import ShapeError
 
 #: doubles per optimizer call in the hyperparameter table, and calls a capture can hold
 SLOT = 16
 CAPACITY = 1024
 
+#: what each host-side primitive would do wrong inside a capture
+REFUSED = {
+    "to_numpy": "a captured step cannot read device values on the host (.item(), .tolist(), "
+                ".numpy(), printing, host-side checks); return the tensors you need from the "
+                "step and read them after each call",
+    "synchronize": "a captured step cannot wait for the device",
+    "from_numpy": "host data made inside a captured step (ndlite.tensor(...), a dropout mask, "
+                  "an index list) would be frozen into the graph and reused by every replay; "
+                  "make it outside the step and pass it in as an input",
+}
+
+
+def refused(name: str) -> RuntimeError:
+    """The error for host primitive `name` called while a graph is recorded."""
+    return RuntimeError(f"cupy: {name} inside a CUDA graph capture: {REFUSED[name]}")
+
 
 class HyperparameterTable:
     """Optimizer hyperparameters of a captured step: a host array, copied to the device
-    before each replay, one slot per fused optimizer call in call order."""
+    before each replay, one slot per fused optimizer call in call order (optim.py)."""
 
     def __init__(self, cupy):
         self.host = np.zeros(SLOT * CAPACITY, dtype=np.float64)
         self.device = cupy.zeros(SLOT * CAPACITY, dtype=np.float64)
         self.slots = 0  # slots handed out while recording
         self.cursor = 0  # the next slot of a scalars-only pass
-        self.recording = True
+        self.recording = False
 
     def hyperparameters(self, values: tuple):
         """Store `values` in the next slot; while recording, the device slot the kernel reads,
@@ -68,148 +95,124 @@ class HyperparameterTable:
             self.device[:self.slots * SLOT].set(self.host[:self.slots * SLOT])
 
 
-#: what each host-side primitive would do wrong inside a capture
-REFUSED = {
-    "to_numpy": "a captured step cannot read device values on the host (.item(), .tolist(), "
-                ".numpy(), printing, host-side checks); return the tensors you need from the "
-                "step and read them after each call",
-    "synchronize": "a captured step cannot wait for the device",
-    "from_numpy": "host data made inside a captured step (ndlite.tensor(...), a dropout mask, "
-                  "an index list) would be frozen into the graph and reused by every replay; "
-                  "make it outside the step and pass it in as an input",
-}
+class GraphRecorder:
+    """One step's CUDA graph on `backend`, with static input buffers holding `host_inputs`
+    (NumPy arrays) to start with. See the module docstring for the order of the calls."""
 
-
-def _refuse(name: str):
-    def refuse(*args, **kwargs):
-        raise RuntimeError(f"cupy: {name} inside a CUDA graph capture: {REFUSED[name]}")
-
-    return refuse
-
-
-class CapturedStep:
-    """`step(*inputs)` recorded as a CUDA graph; calling it with new inputs of the same shapes
-    and dtypes replays the step and returns its outputs (the same tensors every call, updated
-    in place). See ndlite.cuda.capture."""
-
-    def __init__(self, backend, step, inputs, optimizers=(), warmup: int = 1):
+    def __init__(self, backend, host_inputs):
         cupy = backend.xp
         self.backend = backend
-        self.optimizers = list(optimizers)
-        self._hosts = [_host_array(x) for x in inputs]
-        self.inputs = [Tensor._make(backend.from_numpy(h), backend) for h in self._hosts]
+        self._hosts = [np.ascontiguousarray(h) for h in host_inputs]  # for checks at record
+        with backend._device:
+            self.inputs = [backend.from_numpy(h) for h in self._hosts]
+            self.stream = cupy.cuda.Stream(non_blocking=True)
+            self.pool = cupy.cuda.MemoryPool()
+            self.table = HyperparameterTable(cupy)
         self.checks: list = []  # (input index, check of its host values)
-        self.stream = cupy.cuda.Stream(non_blocking=True)
-        self.pool = cupy.cuda.MemoryPool()
-        self.table = HyperparameterTable(cupy)
-        params = [p for opt in self.optimizers for g in opt.param_groups for p in g["params"]]
+        self.graph = None
         backend.synchronize()  # the static inputs and everything before are ready
-        with cupy.cuda.using_allocator(self.pool.malloc), self.stream:
-            self.warmup_outputs = None  # what the last warm-up step returned
-            for _ in range(warmup):
-                self.warmup_outputs = step(*self.inputs)
+
+    @property
+    def optimizer_updates(self) -> int:
+        """Fused optimizer calls the recorded step makes (slots of the table)."""
+        return self.table.slots
+
+    @contextmanager
+    def _on_stream(self):
+        cupy = self.backend.xp
+        with self.backend._device, cupy.cuda.using_allocator(self.pool.malloc), self.stream:
+            yield
+
+    @contextmanager
+    def warmup(self):
+        """Eager work on the capture's stream and private pool (the warm-up steps)."""
+        with self._on_stream():
+            yield
             self.stream.synchronize()
-            before = [p.grad for p in params]
-            self.outputs = self._record(step)
-        self.grads = [(p, p.grad) for p in params if p.grad is not None]
-        for p, grad in zip(params, before, strict=True):
-            p.grad = grad  # the captured gradients hold values only after the first call
-        if self.table.slots and not self.optimizers:
-            raise ValueError("ndlite.cuda.capture: the step updates parameters with an "
-                             "optimizer; pass it as optimizers=[...] so that each replay gets "
-                             "its current learning rate and step count")
-        self._fresh = True  # the recording pass already ran the optimizers' Python side
 
-    def _record(self, step):
-        backend, stream = self.backend, self.stream
-        saved = {name: backend.__dict__.get(name) for name in (*REFUSED, "matmul")}
-        for name in REFUSED:
-            setattr(backend, name, _refuse(name))
-        backend.matmul = blas.capturable_matmul  # CuPy refuses its own cuBLAS calls here
-        backend._capture = self.table
-        ndlite.cuda._active = self
-        stream.begin_capture()
-        try:
-            outputs = step(*self.inputs)
-        except BaseException:
+    @contextmanager
+    def record(self):
+        """Record what runs inside as the graph: the backend refuses host reads, defers host
+        checks and routes matmul through blas.py meanwhile (backend.py)."""
+        backend = self.backend
+        if self.graph is not None or backend._recording is not None:
+            raise RuntimeError("ndlite.cuda.capture: a step is already recorded here")
+        with self._on_stream():
+            backend._recording, backend._optimizer_table = self, self.table
+            self.table.recording = True
+            self.stream.begin_capture()
             try:
-                stream.end_capture()
-            except Exception:  # noqa: BLE001 - an invalidated capture: the first error matters
-                pass
-            raise
-        finally:
-            ndlite.cuda._active = None
-            backend._capture = None
-            self.table.recording = False
-            for name, value in saved.items():
-                if value is None:
-                    del backend.__dict__[name]
-                else:
-                    setattr(backend, name, value)
-        self.graph = stream.end_capture()
-        return outputs
+                yield
+            except BaseException:
+                try:
+                    self.stream.end_capture()
+                except Exception:  # noqa: BLE001 - an invalidated capture: the first error matters
+                    pass
+                raise
+            finally:
+                backend._recording = backend._optimizer_table = None
+                self.table.recording = False
+            self.graph = self.stream.end_capture()
 
-    # ---- deferred host checks (ndlite.cuda.defer_host_check) ------------------------------
-
-    def defer_check(self, tensor, check) -> None:
-        """Run `check(host values)` on the input that `tensor` is, now and before each call."""
-        for i, static in enumerate(self.inputs):
-            if tensor._data is static._data:
-                check(self._hosts[i])
-                self.checks.append((i, check))
-                return
-        raise ValueError(
-            f"ndlite.cuda.capture: a tensor of shape {tensor.shape} ({tensor.dtype}) that the "
-            "step computes needs a check of its values on the host (class labels of nll_loss "
-            "or cross_entropy): pass it to the step as an input, with its final dtype "
-            "(int64 labels), so that it can be checked before each replay")
-
-    # ---- replay -----------------------------------------------------------------------------
-
-    def __call__(self, *inputs):
-        if len(inputs) != len(self.inputs):
-            raise TypeError(f"captured step: expected {len(self.inputs)} inputs, got "
-                            f"{len(inputs)}")
-        for i, (x, static) in enumerate(zip(inputs, self.inputs, strict=True)):
-            if tuple(x.shape) != static.shape or np.dtype(x.dtype) != static.dtype:
-                raise ShapeError(f"captured step: input {i} has shape {tuple(x.shape)} "
-                                 f"({x.dtype}), but the step was captured for {static.shape} "
-                                 f"({static.dtype}); capture another step for other shapes")
-        for i, check in self.checks:
-            check(_host_array(inputs[i]))
-        for x, static in zip(inputs, self.inputs, strict=True):
-            if isinstance(x, Tensor) and x._backend is self.backend:
-                self.backend.xp.copyto(static._data, x._data)
-            else:
-                static._data.set(_host_array(x))
-        if not self._fresh:
-            self._scalars_pass()
-        self._fresh = False
-        self.table.upload()
-        self.graph.launch()
-        for p, grad in self.grads:
-            p.grad = grad
-        return self.outputs
-
-    def _scalars_pass(self) -> None:
-        """The optimizers' Python side of one step: state updates and the table's values."""
-        for p, grad in self.grads:
-            p.grad = grad
+    @contextmanager
+    def scalars_only(self):
+        """The optimizers' Python side of one step, before a replay: their fused steps write
+        the table and launch nothing; they must make the calls they made when recorded."""
         table = self.table
         table.cursor = 0
-        self.backend._capture = table
+        self.backend._optimizer_table = table
         try:
-            for opt in self.optimizers:
-                opt.step()
+            yield
         finally:
-            self.backend._capture = None
+            self.backend._optimizer_table = None
         if table.cursor != table.slots:
             raise RuntimeError(f"captured step: the optimizers updated {table.cursor} "
                                f"parameters, {table.slots} when the step was captured")
 
+    def defer_check(self, buffer, check) -> None:
+        """Run `check(host values)` on the static input that `buffer` is, now and in each
+        `load` (backend.defer_host_check while recording)."""
+        for i, static in enumerate(self.inputs):
+            if _same_array(buffer, static):
+                check(self._hosts[i])
+                self.checks.append((i, check))
+                return
+        raise ValueError(
+            f"ndlite.cuda.capture: an array of shape {buffer.shape} ({buffer.dtype}) that the "
+            "step computes needs a check of its values on the host (class labels of nll_loss "
+            "or cross_entropy): pass it to the step as an input, with its final dtype "
+            "(int64 labels), so that it can be checked before each replay")
 
-def _host_array(x) -> np.ndarray:
-    """The host values of an input: a NumPy array, or a Tensor (copied off its device)."""
-    if isinstance(x, Tensor):
-        x = x._backend.to_numpy(x._data)
-    return np.ascontiguousarray(x)
+    def load(self, values) -> None:
+        """New inputs (CuPy arrays on this device or NumPy arrays, of the recorded shapes and
+        dtypes): the deferred checks run on them first, then they are copied in."""
+        if len(values) != len(self.inputs):
+            raise TypeError(f"captured step: expected {len(self.inputs)} inputs, got "
+                            f"{len(values)}")
+        for i, (x, static) in enumerate(zip(values, self.inputs, strict=True)):
+            if tuple(x.shape) != static.shape or np.dtype(x.dtype) != static.dtype:
+                raise ShapeError(f"captured step: input {i} has shape {tuple(x.shape)} "
+                                 f"({x.dtype}), but the step was captured for {static.shape} "
+                                 f"({static.dtype}); capture another step for other shapes")
+        cupy = self.backend.xp
+        with self.backend._device:
+            for i, check in self.checks:
+                x = values[i]
+                check(x.get() if isinstance(x, cupy.ndarray) else np.asarray(x))
+            for x, static in zip(values, self.inputs, strict=True):
+                if isinstance(x, cupy.ndarray):
+                    cupy.copyto(static, x)
+                else:
+                    static.set(np.ascontiguousarray(x))
+
+    def launch(self) -> None:
+        """Replay the graph on the loaded inputs, with the table's current values."""
+        with self.backend._device:
+            self.table.upload()
+            self.graph.launch()
+
+
+def _same_array(a, b) -> bool:
+    """Whether two CuPy arrays are the same elements (one array, or views alike)."""
+    return a is b or (a.data.ptr == b.data.ptr and a.shape == b.shape
+                      and a.dtype == b.dtype and a.strides == b.strides)

@@ -4,13 +4,15 @@ in place, bit for bit as the reference does (fallbacks.py).
 
 Hyperparameters are computed here on the host, as doubles, exactly as the reference computes
 them. Eagerly they are kernel arguments. While a CUDA graph is being recorded (graph.py) they
-go to a slot of the capture's hyperparameter table instead, which the kernel reads from
-device memory: before each replay the table is refilled (a learning-rate schedule, Adam's
-step count), so a replayed step uses the values an eager step would. In the table's
-"scalars only" pass (graph.py runs the optimizer's Python code before a replay) nothing is
-launched: the values are only written.
+go to a slot of the capture's hyperparameter table instead (the backend's `_optimizer_table`),
+which the kernel reads from device memory: before each replay the table is refilled (a
+learning-rate schedule, Adam's step count), so a replayed step uses the values an eager step
+would. In the table's "scalars only" pass (the optimizers' Python side run before a replay)
+nothing is launched: the values are only written.
 
-Buffers that are not contiguous (the kernels index them flat) take the reference fallback.
+Buffers that are not contiguous (the kernels index them flat) take the reference fallback,
+eagerly; in a captured step they are an error, since the fallback would freeze the
+hyperparameters into the graph (and run again, outside it, in each scalars-only pass).
 """
 
 from __future__ import annotations
@@ -28,18 +30,22 @@ from .nn import FLOATS
 
 def _fused(b, kernel: str, param, grad, state: tuple, hyper: tuple, extra: tuple = ()) -> bool:
     """Run `kernel` over param; False when the buffers are not ones it can take."""
+    table = b._optimizer_table  # while a graph is recorded or prepared for a replay
     if param.dtype not in FLOATS or not param.flags.c_contiguous or any(
             s is not None and not s.flags.c_contiguous for s in state):
+        if table is not None:
+            raise ValueError(f"ndlite.cuda.capture: {kernel[4:]} of a {param.dtype} parameter "
+                             f"of shape {param.shape} (or its state) that the fused kernel "
+                             "cannot take (float32/float64, contiguous) cannot be captured")
         return False
-    table = None
-    capture = b._capture
-    if capture is not None:
-        table = capture.hyperparameters(hyper)
-        if table is None:  # the scalars-only pass before a replay: the graph launches it
+    slot = None  # eagerly the kernel takes the hyperparameters as arguments
+    if table is not None:
+        slot = table.hyperparameters(hyper)  # the device slot the recorded kernel reads
+        if slot is None:  # the scalars-only pass before a replay: the graph launches it
             return True
     grad = cupy.ascontiguousarray(grad, dtype=param.dtype)
     function = raw("optim").get(kernel, FLOATS[param.dtype])
-    launch(function, param.size, (param, grad, *state, table, *(np.float64(h) for h in hyper),
+    launch(function, param.size, (param, grad, *state, slot, *(np.float64(h) for h in hyper),
                                   *extra, np.int64(param.size)))
     return True
 

@@ -12,6 +12,10 @@ from functools import lru_cache
 
 import numpy as np
 
+from ndlite.device import ShapeError
+
+#: the dtypes a CLArray holds, each keyed by itself (a lookup normalizes any equal dtype)
+DTYPES = {np.dtype(t): np.dtype(t) for t in ("float32", "float64", "int32", "int64", "bool")}
 #: the largest element index a kernel may address with 32-bit index arithmetic
 INT32_LIMIT = 2**31 - 1
 
@@ -121,6 +125,18 @@ def broadcast_view(x: CLArray, shape: tuple) -> CLArray:
     for n, m, s in zip(x.shape, shape[lead:], x.strides, strict=True):
         strides.append(s if n == m else 0)
     return x.view(shape, tuple(strides), x.offset)
+
+
+def broadcast_shape(op: str, a: tuple, b: tuple) -> tuple:
+    """The shape NumPy broadcasts shapes `a` and `b` to; ShapeError (naming `op`) if none."""
+    n = max(len(a), len(b))
+    pa, pb = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
+    out = []
+    for x, y in zip(pa, pb, strict=True):
+        if x != y and x != 1 and y != 1:
+            raise ShapeError(f"{op}: shapes {a} and {b} cannot be broadcast together")
+        out.append(y if x == 1 else x)
+    return tuple(out)
 
 
 @lru_cache(maxsize=4096)

@@ -2,10 +2,10 @@
 
 One context and one in-order queue per device; memory from a pyopencl MemoryPool (a buffer
 freed by Python goes back to the pool, and a later kernel that reuses it runs after every
-kernel queued before, so reuse is safe). Elementwise work, casts and copies all go through the
-one `map` kernel of kernels/elementwise.cl, specialized per (op, dtypes, scalar operands,
-collapsed ndim, index width); the kernel object for each such key is looked up once and kept.
-Reductions, matmul and indexing live in their own modules beside this one.
+kernel queued before, so reuse is safe). Each primitive is a method here; the work is done in
+the modules beside this one: elementwise.py (every elementwise primitive, cast and copy: the
+one `map` kernel), reduce.py, linalg.py (matmul), indexing.py, conv.py and nn.py (the
+neural-network fast paths), optim.py (fused optimizer steps). Views are array.py's.
 """
 
 from __future__ import annotations
@@ -18,45 +18,25 @@ import pyopencl.tools as cl_tools
 
 from ndlite.device import Backend, DTypeError, OutOfMemoryError, ShapeError
 
-from . import conv, devices, indexing, linalg, loss, optim, pool, reduce, softmax
+from . import conv, devices, elementwise, indexing, linalg, nn, optim, reduce
 from .array import (
+    DTYPES,
     INT32_LIMIT,
     CLArray,
+    broadcast_shape,
     broadcast_view,
     c_strides,
-    collapse,
     numel,
     permute_view,
     reshape_strides,
     slice_view,
 )
-from .kernels import KernelCache, ctype
+from .elementwise import apply, binary, scalar
+from .kernels import KernelCache
 
-_DTYPES = {np.dtype(t): np.dtype(t) for t in ("float32", "float64", "int32", "int64", "bool")}
-_UNARY = {"neg": "NEG", "exp": "EXP", "log": "LOG", "sqrt": "SQRT", "tanh": "TANH",
-          "sigmoid": "SIGMOID", "relu": "RELU", "abs": "ABS", "sign": "SIGN"}
-_ARITHMETIC = {"add": "ADD", "sub": "SUB", "mul": "MUL", "div": "DIV", "pow": "POW",
-               "maximum": "MAXIMUM", "minimum": "MINIMUM"}
-_COMPARISON = {"eq": "EQ", "ne": "NE", "lt": "LT", "le": "LE", "gt": "GT", "ge": "GE"}
-#: scalar exponents NumPy's power gets exactly right that OpenCL's pow need not
-_POW_SHORTCUTS = {2: "SQUARE", 1: "COPY", -1: "RECIPROCAL"}
-#: elements per work-item of large contiguous elementwise ops on GPUs, and what is large
-_PER_ITEM, _MANY = 4, 2**20
 _MEMORY_ERRORS = ("MEM_OBJECT_ALLOCATION_FAILURE", "OUT_OF_RESOURCES", "OUT_OF_HOST_MEMORY",
                   "INVALID_BUFFER_SIZE")
-
-
-def _scalar(value, dtype: np.dtype):
-    """A Python number as a kernel argument of `dtype` (NumPy's unsafe cast; bool as a byte)."""
-    if dtype.kind == "b":
-        return np.uint8(bool(value))
-    try:
-        return _SCALAR_TYPES[dtype](value)  # the direct constructor is 10x faster than astype
-    except (OverflowError, ValueError):
-        return np.asarray(value).astype(dtype)[()]
-
-
-_SCALAR_TYPES = {d: d.type for d in _DTYPES}
+_BOOL = np.dtype(bool)
 
 
 class OpenCLBackend(Backend):
@@ -83,7 +63,7 @@ class OpenCLBackend(Backend):
         self.pool = cl_tools.MemoryPool(cl_tools.ImmediateAllocator(self.queue))
         self.kernels = KernelCache(self.context, self.device)
         self.fp64 = devices.has_fp64(self.device)
-        self.dtypes = frozenset(d for d in _DTYPES if self.fp64 or d != np.dtype("float64"))
+        self.dtypes = frozenset(d for d in DTYPES if self.fp64 or d != np.dtype("float64"))
         self.is_gpu = devices.kind_of(self.device) == "GPU"
         self.compute_units = self.device.max_compute_units
         self.max_group = self.device.max_work_group_size
@@ -183,7 +163,7 @@ class OpenCLBackend(Backend):
 
     def from_numpy(self, array: np.ndarray) -> CLArray:
         array = np.asarray(array)
-        dtype = _DTYPES.get(array.dtype.newbyteorder("="))
+        dtype = DTYPES.get(array.dtype.newbyteorder("="))
         if dtype is None or dtype not in self.dtypes:
             raise DTypeError(f"from_numpy: {self.name} ({self.device_name()}) does not support "
                              f"{array.dtype} (supported: {sorted(str(d) for d in self.dtypes)})")
@@ -204,30 +184,30 @@ class OpenCLBackend(Backend):
         return host
 
     def full(self, shape: tuple, value, dtype: np.dtype) -> CLArray:
-        dtype = _DTYPES[np.dtype(dtype)]
+        dtype = DTYPES[np.dtype(dtype)]
         out = self._new(tuple(shape), dtype, "full")
         if out.size:
             self._fill(out, value)
         return out
 
     def empty(self, shape: tuple, dtype: np.dtype) -> CLArray:
-        return self._new(tuple(shape), _DTYPES[np.dtype(dtype)])
+        return self._new(tuple(shape), DTYPES[np.dtype(dtype)])
 
     def _fill(self, out: CLArray, value) -> None:
         """Fill a contiguous `out` with one value."""
-        pattern = np.asarray(_scalar(value, out.dtype))
+        pattern = np.asarray(scalar(value, out.dtype))
         cl.enqueue_fill_buffer(self.queue, out.data, pattern, out.offset * out.dtype.itemsize,
                                out.size * out.dtype.itemsize)
 
     def astype(self, x: CLArray, dtype: np.dtype) -> CLArray:
-        dtype = _DTYPES[np.dtype(dtype)]
+        dtype = DTYPES[np.dtype(dtype)]
         if dtype not in self.dtypes:
             raise DTypeError(f"astype: {self.name} does not support {dtype}")
-        return self._map("COPY", [x], dtype)
+        return apply(self, "COPY", [x], dtype)
 
     def copy(self, x: CLArray) -> CLArray:
         if not x.contiguous:
-            return self._map("COPY", [x], x.dtype)
+            return apply(self, "COPY", [x], x.dtype)
         out = self._new(x.shape, x.dtype, "copy")
         if out.size:
             size = x.dtype.itemsize
@@ -242,125 +222,45 @@ class OpenCLBackend(Backend):
             if dst.contiguous:
                 self._fill(dst, src)
             else:
-                self._map("COPY", [_scalar(src, dst.dtype)], dst.dtype, out=dst)
+                apply(self, "COPY", [scalar(src, dst.dtype)], dst.dtype, out=dst)
             return
         if src.data is dst.data:
             src = self.copy(src)  # the two may overlap: read all of src before writing dst
-        self._map("COPY", [broadcast_view(src, dst.shape)], dst.dtype, out=dst)
+        apply(self, "COPY", [broadcast_view(src, dst.shape)], dst.dtype, out=dst)
 
     def synchronize(self) -> None:
         self.queue.finish()
 
-    # ---- elementwise -----------------------------------------------------------------------
+    # ---- elementwise (elementwise.py: the map kernel of kernels/elementwise.cl) ------------
 
-    def _map(self, op: str, operands: list, out_dtype: np.dtype, out: CLArray | None = None,
-             in_dtype: np.dtype | None = None) -> CLArray:
-        """out = op(*operands) elementwise; operands are CLArrays or (already cast) scalars.
+    def neg(self, x): return apply(self, "NEG", [x], x.dtype)
+    def exp(self, x): return apply(self, "EXP", [x], x.dtype)
+    def log(self, x): return apply(self, "LOG", [x], x.dtype)
+    def sqrt(self, x): return apply(self, "SQRT", [x], x.dtype)
+    def tanh(self, x): return apply(self, "TANH", [x], x.dtype)
+    def sigmoid(self, x): return apply(self, "SIGMOID", [x], x.dtype)
+    def relu(self, x): return apply(self, "RELU", [x], x.dtype)
+    def abs(self, x): return apply(self, "ABS", [x], x.dtype)
+    def sign(self, x): return apply(self, "SIGN", [x], x.dtype)
 
-        The launch plan (kernel, layout, grid) is kept per operand layouts: a repeated call
-        costs one dict lookup, an allocation and the enqueue."""
-        sig = [op, out_dtype, in_dtype]
-        for x in operands:
-            sig.append((x.shape, x.strides, x.offset, x.dtype, x.wide)
-                       if isinstance(x, CLArray) else None)
-        if out is not None:
-            sig.append((out.shape, out.strides, out.offset, out.wide))
-        sig = tuple(sig)
-        plan = self._plans.get(sig)
-        if plan is None:
-            if len(self._plans) > 8192:  # shapes that never repeat must not grow it forever
-                self._plans.clear()
-            plan = self._plans[sig] = self._map_plan(op, operands, out_dtype, out, in_dtype)
-        kernel, layout, shape, n, grid = plan
-        if out is None:
-            out = self._new(shape, out_dtype, op.lower())
-        if n:
-            self.enqueue(kernel, grid, self._local,
-                         (out.data, layout,
-                          *[x.data if isinstance(x, CLArray) else x for x in operands]))
-        return out
+    def add(self, a, b): return binary(self, "add", "ADD", a, b)
+    def sub(self, a, b): return binary(self, "sub", "SUB", a, b)
+    def mul(self, a, b): return binary(self, "mul", "MUL", a, b)
+    def div(self, a, b): return binary(self, "div", "DIV", a, b)
+    def pow(self, a, b): return elementwise.power(self, a, b)
+    def maximum(self, a, b): return binary(self, "maximum", "MAXIMUM", a, b)
+    def minimum(self, a, b): return binary(self, "minimum", "MINIMUM", a, b)
 
-    def _map_plan(self, op, operands, out_dtype, out, in_dtype) -> tuple:
-        buffers = [x for x in operands if isinstance(x, CLArray)]
-        if out is None:
-            shape = buffers[0].shape
-            for x in buffers[1:]:
-                if x.shape != shape:
-                    shape = _broadcast_shapes(op.lower(), shape, x.shape)
-            out = CLArray(None, shape, out_dtype)  # the layout a new output will have
-        shape, n = out.shape, out.size
-        if n == 0:
-            return None, None, shape, 0, None
-        zeros = (0,) * len(shape)
-        views = [broadcast_view(x, shape) if isinstance(x, CLArray) else x for x in operands]
-        strides = [v.strides if isinstance(v, CLArray) else zeros for v in views]
-        dims, *collapsed = collapse(shape, out.strides, *strides)
-        ndim = len(dims)
-        layouts = zip(collapsed, [out, *views], strict=True)
-        if ndim <= 1 and all(s == (1,) or not ndim for s, v in layouts if isinstance(v, CLArray)):
-            ndim = 0  # every buffer contiguous: the kernel skips index arithmetic
-        wide = n > INT32_LIMIT or any(x.wide for x in buffers) or out.wide
-        idx, idx_np = ("long", np.int64) if wide else ("int", np.int32)
-        scalars = tuple(not isinstance(v, CLArray) for v in views)
-        dtypes = tuple(v.dtype if isinstance(v, CLArray) else in_dtype or out_dtype
-                       for v in views)
-        # a GPU streams large contiguous operands faster with several elements per item
-        per_item = _PER_ITEM if self.is_gpu and ndim == 0 and n >= _MANY else 1
-        key = (op, dtypes, scalars, out_dtype, ndim, idx, per_item)
-        kernel = self._map_kernels.get(key)
-        if kernel is None:
-            kernel = self._map_kernels[key] = self._map_kernel(key, len(operands))
-        layout = [n, out.offset]
-        layout += [v.offset if isinstance(v, CLArray) else 0 for v in views]
-        if ndim:
-            layout += dims
-            for s in collapsed:
-                layout += s
-        items = -(-n // per_item)
-        grid = (-(-items // self.group) * self.group,)
-        return kernel, self.layout(layout, idx_np), shape, n, grid
+    def eq(self, a, b): return binary(self, "eq", "EQ", a, b, _BOOL)
+    def ne(self, a, b): return binary(self, "ne", "NE", a, b, _BOOL)
+    def lt(self, a, b): return binary(self, "lt", "LT", a, b, _BOOL)
+    def le(self, a, b): return binary(self, "le", "LE", a, b, _BOOL)
+    def gt(self, a, b): return binary(self, "gt", "GT", a, b, _BOOL)
+    def ge(self, a, b): return binary(self, "ge", "GE", a, b, _BOOL)
 
-    def _map_kernel(self, key: tuple, nin: int):
-        op, dtypes, scalars, out_dtype, ndim, idx, per_item = key
-        args = ", ".join(f"a{i}" for i in range(nin))
-        defines = [("IDX", idx), ("LAYOUT_LEN", 2 + nin + ndim * (nin + 2)), ("NIN", nin),
-                   ("NDIM", ndim), ("PER_ITEM", per_item), ("TOUT", ctype(out_dtype)),
-                   ("OUT_BOOL", int(out_dtype.kind == "b")), ("EXPR", f"OP_{op}({args})"),
-                   ("F0", int(dtypes[0].kind == "f"))]
-        for i, (dtype, scalar) in enumerate(zip(dtypes, scalars, strict=True)):
-            defines += [(f"T{i}", ctype(dtype)), (f"S{i}", int(scalar))]
-        return self.kernels.get("elementwise.cl", "map", tuple(defines))
+    def where(self, cond, a, b): return elementwise.where(self, cond, a, b)
 
-    def _binary(self, name: str, op: str, a, b, out_dtype=None) -> CLArray:
-        a_buffer = isinstance(a, CLArray)
-        b_buffer = isinstance(b, CLArray)
-        if not (a_buffer or b_buffer):
-            raise TypeError(f"{name}: needs at least one buffer operand")
-        dtype = a.dtype if a_buffer else b.dtype
-        if a_buffer and b_buffer and a.dtype != b.dtype:
-            raise DTypeError(f"{name}: operands have different dtypes {a.dtype} and {b.dtype} "
-                             f"(shapes {a.shape} and {b.shape}); the core promotes first")
-        operands = [a if a_buffer else _scalar(a, dtype), b if b_buffer else _scalar(b, dtype)]
-        return self._map(op, operands, out_dtype or dtype, in_dtype=dtype)
-
-    def pow(self, a, b) -> CLArray:
-        if isinstance(a, CLArray) and not isinstance(b, CLArray) and a.dtype.kind == "f":
-            shortcut = _POW_SHORTCUTS.get(b)
-            if shortcut is not None:
-                return self._map(shortcut, [a], a.dtype)
-        return self._binary("pow", "POW", a, b)
-
-    def where(self, cond: CLArray, a, b) -> CLArray:
-        if isinstance(a, CLArray):
-            dtype = a.dtype
-        elif isinstance(b, CLArray):
-            dtype = b.dtype
-        else:  # two numbers: a float makes float32 (the default float), else a's own kind
-            dtype = np.dtype("float32") if isinstance(a, float) else _DTYPES[np.asarray(a).dtype]
-        operands = [cond] + [v if isinstance(v, CLArray) else _scalar(v, dtype) for v in (a, b)]
-        return self._map("WHERE", operands, dtype, in_dtype=dtype)
-
-    # ---- reductions and matmul (modules beside this one) -----------------------------------
+    # ---- reductions (reduce.py) and matmul (linalg.py) -------------------------------------
 
     def sum(self, x, axes, keepdims):
         return reduce.reduce(self, x, tuple(axes), keepdims, "sum")
@@ -394,37 +294,16 @@ class OpenCLBackend(Backend):
 
     def broadcast_to(self, x: CLArray, shape: tuple) -> CLArray:
         shape = tuple(shape)
-        _broadcast_shapes("broadcast_to", x.shape, shape)
+        broadcast_shape("broadcast_to", x.shape, shape)
         return broadcast_view(x, shape)
 
     def slice(self, x: CLArray, key: tuple) -> CLArray:
         return slice_view(x, tuple(key))
 
-    def pad(self, x: CLArray, widths: tuple, value) -> CLArray:
-        shape = tuple(n + lo + hi for n, (lo, hi) in zip(x.shape, widths, strict=True))
-        out = self.full(shape, value, x.dtype)
-        key = tuple(slice(lo, lo + n) for n, (lo, _) in zip(x.shape, widths, strict=True))
-        inner = slice_view(out, key)
-        self.assign(inner, x)
-        return out
+    # pad and concatenate: the base class's (a new buffer, then `assign` into slice views) is
+    # what this backend would write
 
-    def concatenate(self, xs, axis: int) -> CLArray:
-        first = xs[0]
-        for x in xs[1:]:
-            if x.ndim != first.ndim or any(m != n for d, (m, n) in enumerate(
-                    zip(x.shape, first.shape, strict=True)) if d != axis):
-                raise ShapeError(f"concatenate: shapes {first.shape} and {x.shape} differ off "
-                                 f"axis {axis}")
-        shape = list(first.shape)
-        shape[axis] = sum(x.shape[axis] for x in xs)
-        out = self._new(tuple(shape), first.dtype, "concatenate")
-        start = 0
-        for x in xs:
-            stop = start + x.shape[axis]
-            key = (slice(None),) * axis + (slice(start, stop, 1),)
-            self.assign(slice_view(out, key), x)
-            start = stop
-        return out
+    # ---- indexing (indexing.py) ------------------------------------------------------------
 
     def gather(self, x, index, axis):
         return indexing.gather(self, x, index, axis)
@@ -435,7 +314,7 @@ class OpenCLBackend(Backend):
     def put(self, dst, flat_index, values):
         indexing.put(self, dst, flat_index, values)
 
-    # ---- optional fast paths for neural networks (modules beside this one) ----------------
+    # ---- fast paths (conv.py, nn.py, optim.py) ---------------------------------------------
 
     def conv2d(self, x, weight, stride, padding, dilation, groups):
         return conv.conv2d(self, x, weight, stride, padding, dilation, groups)
@@ -451,30 +330,30 @@ class OpenCLBackend(Backend):
                                        padding, dilation, groups)
 
     def max_pool2d(self, x, kernel_size, stride, padding, dilation, ceil_mode):
-        return pool.max_pool2d(self, x, kernel_size, stride, padding, dilation, ceil_mode)
+        return nn.max_pool2d(self, x, kernel_size, stride, padding, dilation, ceil_mode)
 
     def max_pool2d_grad(self, grad_output, indices, input_shape, kernel_size, stride, padding,
                         dilation, ceil_mode):
-        return pool.max_pool2d_grad(self, grad_output, indices, tuple(input_shape), kernel_size,
+        return nn.max_pool2d_grad(self, grad_output, indices, tuple(input_shape), kernel_size,
                                     stride, padding, dilation, ceil_mode)
 
     def avg_pool2d(self, x, kernel_size, stride, padding, ceil_mode, count_include_pad):
-        return pool.avg_pool2d(self, x, kernel_size, stride, padding, ceil_mode,
+        return nn.avg_pool2d(self, x, kernel_size, stride, padding, ceil_mode,
                                count_include_pad)
 
     def avg_pool2d_grad(self, grad_output, input_shape, kernel_size, stride, padding, ceil_mode,
                         count_include_pad):
-        return pool.avg_pool2d_grad(self, grad_output, tuple(input_shape), kernel_size, stride,
+        return nn.avg_pool2d_grad(self, grad_output, tuple(input_shape), kernel_size, stride,
                                     padding, ceil_mode, count_include_pad)
 
     def log_softmax(self, x, axis):
-        return softmax.log_softmax(self, x, axis)
+        return nn.log_softmax(self, x, axis)
 
     def nll_loss(self, input, target, ignore_index, reduction):
-        return loss.nll_loss(self, input, target, ignore_index, reduction)
+        return nn.nll_loss(self, input, target, ignore_index, reduction)
 
     def nll_loss_grad(self, grad_output, target, classes, ignore_index, reduction):
-        return loss.nll_loss_grad(self, grad_output, target, classes, ignore_index, reduction)
+        return nn.nll_loss_grad(self, grad_output, target, classes, ignore_index, reduction)
 
     def sgd_step(self, param, grad, momentum_buffer, lr, momentum, dampening, nesterov,
                  weight_decay, first_step):
@@ -490,41 +369,3 @@ class OpenCLBackend(Backend):
                   beta2, eps, weight_decay, decoupled_weight_decay):
         optim.adam_step(self, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, lr,
                         beta1, beta2, eps, weight_decay, decoupled_weight_decay)
-
-
-def _broadcast_shapes(op: str, a: tuple, b: tuple) -> tuple:
-    n = max(len(a), len(b))
-    pa, pb = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
-    out = []
-    for x, y in zip(pa, pb, strict=True):
-        if x != y and x != 1 and y != 1:
-            raise ShapeError(f"{op}: shapes {a} and {b} cannot be broadcast together")
-        out.append(y if x == 1 else x)
-    return tuple(out)
-
-
-def _unary_method(name: str, op: str):
-    def method(self, x: CLArray) -> CLArray:
-        return self._map(op, [x], x.dtype)
-
-    method.__name__ = name
-    return method
-
-
-def _binary_method(name: str, op: str, comparison: bool):
-    out_dtype = np.dtype(bool) if comparison else None
-
-    def method(self, a, b) -> CLArray:
-        return self._binary(name, op, a, b, out_dtype)
-
-    method.__name__ = name
-    return method
-
-
-for _name, _op in _UNARY.items():
-    setattr(OpenCLBackend, _name, _unary_method(_name, _op))
-for _name, _op in _ARITHMETIC.items():
-    if _name != "pow":
-        setattr(OpenCLBackend, _name, _binary_method(_name, _op, False))
-for _name, _op in _COMPARISON.items():
-    setattr(OpenCLBackend, _name, _binary_method(_name, _op, True))

@@ -1,8 +1,10 @@
-"""Batched matmul: the tuned register-blocked kernel (gemm.cl) for large float32 products, the
-general tiled kernel (matmul.cl) for everything else.
+"""Batched matmul: the fast float32 kernels (gemm.py: gemm.cl with tile sizes tuned per device
+on GPUs, gemm_cpu.cl on CPUs) for large products, the general tiled kernel (matmul.cl) for
+everything else.
 
-Both read A and B in place through their strides (a transposed weight or a broadcast batch is
-never copied) and write a new row-major C. Batch dims broadcast and are collapsed first.
+matmul.cl and gemm.cl read A and B in place through their strides (a transposed weight or a
+broadcast batch is never copied; gemm_cpu.cl packs them into panels first) and write a new
+row-major C. Batch dims broadcast and are collapsed first.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import numpy as np
 
 from ndlite.device import DTypeError, ShapeError
 
-from . import tuning
+from . import gemm, tuning
 from .array import INT32_LIMIT, CLArray, broadcast_view, collapse
 from .kernels import ctype
 
@@ -78,12 +80,12 @@ def _plan(b, x: CLArray, y: CLArray) -> tuple:
     out.wide = out.size > INT32_LIMIT
     large = x.dtype == _FLOAT32 and M * N * K >= FAST_MIN_WORK
     if large and not b.is_gpu and not bshape and not (out.wide or xb.wide or yb.wide):
-        return out.shape, cpu_launch(b, xb, yb, plan)
+        return out.shape, gemm.cpu_launch(b, xb, yb, plan)
     params = None
     if large and 1 in (sam, sak) and 1 in (sbk, sbn):
         params = tuning.gemm_params(b)
     if params is not None:
-        return out.shape, gemm_launch(b, out, xb, yb, plan, params)
+        return out.shape, gemm.launch(b, out, xb, yb, plan, params)
     return out.shape, _general(b, out, xb, yb, plan)
 
 
@@ -99,12 +101,6 @@ def _batch_shape(a: tuple, c: tuple, x_shape: tuple, y_shape: tuple) -> tuple:
     return tuple(out)
 
 
-def _layout(b, plan, x: CLArray, y: CLArray, idx_np) -> np.ndarray:
-    M, N, K, bshape, sa, sb, sc, sam, sak, sbk, sbn = plan
-    return b.layout((M, N, K, x.offset, y.offset, sam, sak, sbk, sbn, *bshape, *sa, *sb, *sc),
-                    idx_np)
-
-
 def _general(b, out: CLArray, x: CLArray, y: CLArray, plan) -> tuple:
     M, N, K, bshape = plan[:4]
     tile = 16 if b.max_group >= 256 else 8
@@ -113,54 +109,4 @@ def _general(b, out: CLArray, x: CLArray, y: CLArray, plan) -> tuple:
                ("TS", tile), ("NB", len(bshape)))
     kernel = b.kernels.get("matmul.cl", "matmul", defines)
     grid = (-(-N // tile) * tile, -(-M // tile) * tile, prod(bshape))
-    return kernel, grid, (tile, tile, 1), _layout(b, plan, x, y, idx_np)
-
-
-#: rows of C per work-item of gemm_cpu.cl and its vector width: 6 x (2 x 8) floats, the
-#: accumulators of an AVX2 BLAS micro-kernel (4 and 6 rows ran alike on PoCL on a 2-core EPYC,
-#: 8 spill registers)
-CPU_ROWS, CPU_WIDTH = 6, 8
-
-
-def cpu_launch(b, x: CLArray, y: CLArray, plan) -> tuple:
-    """((pack kernel, (A's packed size, layout), (B's packed size, layout)),
-    (gemm_cpu kernel, grid, layout)): the CPU devices' float32 product (gemm_cpu.cl)."""
-    M, N, K, _, _, _, _, sam, sak, sbk, sbn = plan
-    w = CPU_WIDTH
-    defines = (("IDX", "int"), ("LAYOUT_LEN", 7), ("T", "float"), ("TV", f"float{w}"),
-               ("VW", w), ("VSTORE", f"vstore{w}"), ("RM", CPU_ROWS))
-    pack = b.kernels.get("gemm_cpu.cl", "pack", defines)
-    kernel = b.kernels.get("gemm_cpu.cl", "gemm_cpu", defines)
-    packs = []
-    for rows, sr, sc, offset, block in ((M, sam, sak, x.offset, CPU_ROWS),
-                                        (N, sbn, sbk, y.offset, 2 * w)):
-        padded = -(-rows // block) * block
-        packs.append((padded * K, b.layout((rows, K, sr, sc, offset, block, padded), np.int32)))
-    grid = (-(-M // CPU_ROWS), -(-N // (2 * w)), 1)
-    return (pack, *packs), (kernel, grid, b.layout((M, N, K, 0, 0, 0, 0), np.int32))
-
-
-def gemm(b, out: CLArray, x: CLArray, y: CLArray, plan, params: dict, queue=None):
-    """The register-blocked kernel with tile sizes `params` (TSM, TSN, TSK, WPTM, WPTN);
-    returns its event (tuning and benchmarks time it on a profiling queue)."""
-    kernel, grid, local, layout = gemm_launch(b, out, x, y, plan, params)
-    return b.enqueue(kernel, grid, local, (out.data, x.data, y.data, layout), queue)
-
-
-def gemm_launch(b, out: CLArray, x: CLArray, y: CLArray, plan, params: dict) -> tuple:
-    """(kernel, grid, local, layout) of the register-blocked kernel for this product."""
-    M, N, K, bshape, sa, sb, sc, sam, sak, sbk, sbn = plan
-    tsm, tsn, tsk = params["TSM"], params["TSN"], params["TSK"]
-    a_kcont, b_ncont = int(sak == 1), int(sbn == 1)
-    a_lead, b_lead = (sam if a_kcont else sak), (sbk if b_ncont else sbn)
-    aligned = all(v % 4 == 0 for v in (x.offset, y.offset, a_lead, b_lead, *sa, *sb))
-    even = M % tsm == 0 and N % tsn == 0 and K % tsk == 0
-    idx, idx_np = b._index_type(out.size, out, x, y)
-    defines = (("IDX", idx), ("LAYOUT_LEN", 9 + 4 * len(bshape)), ("T", "float"),
-               ("T4", "float4"), *sorted(params.items()), ("A_KCONT", a_kcont),
-               ("B_NCONT", b_ncont), ("EVEN", int(even)), ("ALIGNED", int(aligned)),
-               ("NB", len(bshape)))
-    kernel = b.kernels.get("gemm.cl", "gemm", defines)
-    rtm, rtn = tsm // params["WPTM"], tsn // params["WPTN"]
-    grid = (-(-N // tsn) * rtn, -(-M // tsm) * rtm, prod(bshape))
-    return kernel, grid, (rtn, rtm, 1), _layout(b, plan, x, y, idx_np)
+    return kernel, grid, (tile, tile, 1), gemm.layout(b, plan, x, y, idx_np)

@@ -19,7 +19,7 @@ import pyopencl as cl
 
 from ndlite.device import KernelBuildError
 
-from . import devices, linalg
+from . import devices, gemm
 
 # (TSM, TSN, TSK, WPTM, WPTN): work-group tile of C, k-step, and each work-item's block of C
 GPU_CANDIDATES = [
@@ -99,7 +99,7 @@ def tune(b, candidates: list[dict] | None = None, size: int | None = None,
             entry["skipped"] = "does not fit the device"
             continue
         try:
-            linalg.gemm(b, out, x, y, plan, params, queue=queue).wait()
+            gemm.run(b, out, x, y, plan, params, queue=queue).wait()
         except (KernelBuildError, cl.Error) as exc:
             entry["skipped"] = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
             continue
@@ -110,7 +110,7 @@ def tune(b, candidates: list[dict] | None = None, size: int | None = None,
             continue
         times = []
         for _ in range(repeats):
-            event = linalg.gemm(b, out, x, y, plan, params, queue=queue)
+            event = gemm.run(b, out, x, y, plan, params, queue=queue)
             event.wait()
             times.append((event.profile.end - event.profile.start) * 1e-9)
         seconds = statistics.median(times)

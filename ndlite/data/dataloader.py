@@ -8,6 +8,8 @@ import numbers
 
 import numpy as np
 
+from ..creation import generator, tensor
+from ..device.registry import get_backend
 from ..tensor import Tensor
 
 
@@ -55,14 +57,9 @@ class DataLoader:
             return np.arange(n)
         if self._rng is not None:
             return self._rng.permutation(n)
-        from ..creation import generator
-
         return generator().permutation(n)
 
     def __iter__(self):
-        from ..creation import tensor
-        from ..device.registry import get_backend
-
         backend = get_backend(self.backend)
         order = self._order()
         for b in range(len(self)):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..creation import tensor
 from ..errors import ShapeError
 from ..tensor import Tensor
 
@@ -45,8 +46,6 @@ class TensorDataset(Dataset):
         return len(self.arrays[0])
 
     def __getitem__(self, index):
-        from ..creation import tensor
-
         return tuple(tensor(a[index]) for a in self.arrays)
 
     def batch(self, indices: np.ndarray) -> tuple:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..creation import tensor
 from .dataset import Dataset
 
 FILES = {
@@ -199,8 +200,6 @@ class MNIST(Dataset):
         return images[:, None], self.labels[indices].astype(np.int64)
 
     def __getitem__(self, index):
-        from ..creation import tensor
-
         images, labels = self.batch(np.asarray([index]))
         return tensor(images[0]), tensor(labels[0])
 

@@ -1,9 +1,12 @@
-"""Fallbacks of the optional fast paths (protocol.py), composed from the required primitives.
+"""Fallbacks of the optional methods of the contract (protocol.py), composed from primitives.
 
-Every backend gets these for free; a backend overrides a fast path only when it can do better.
-They are written for clarity over speed, and they are the specification: a fast path must give
-the same results (bitwise for selections such as max-pool indices, within the tolerance policy
-for sums). Each function takes the backend `b` first.
+Every backend gets these for free; a backend overrides one only when it can do better. They
+are written for clarity over speed, and they are the specification. Two kinds:
+- derived primitives (protocol.DERIVED): exact compositions, so an override must give the same
+  bits, -0.0, NaN and integer extremes included;
+- fast paths (protocol.FAST_PATHS): an override gives the same results bitwise for selections
+  such as max-pool indices, within the tolerance policy for sums.
+Each function takes the backend `b` first.
 
 Convolution is im2col + one batched matmul; its adjoints are a matmul and col2im. col2im and
 every pooling backward *gather*: each kernel offset adds its contribution to a strided view of
@@ -15,6 +18,78 @@ from __future__ import annotations
 import math
 
 import numpy as np
+
+# ---- derived primitives -----------------------------------------------------------------------
+
+
+def sigmoid(b, x):
+    # 1 / (1 + exp(-x)) for x >= 0, exp(x) / (1 + exp(x)) below: exp(-|x|) never overflows,
+    # and both branches are exact in relative terms
+    e = b.exp(b.neg(b.abs(x)))
+    total = b.add(e, 1)
+    return b.where(b.ge(x, 0), b.div(1, total), b.div(e, total))
+
+
+def absolute(b, x):
+    if x.dtype.kind == "b":
+        return b.copy(x)
+    out = b.where(b.lt(x, 0), b.neg(x), x)  # integers: abs(INT_MIN) wraps, as NumPy's does
+    if x.dtype.kind == "f":  # as fabs, clear the sign bit: -0.0 -> 0.0, NaN -> +NaN
+        out = b.where(b.eq(x, x), b.add(out, 0), math.nan)
+    return out
+
+
+def sign(b, x):
+    # 1, -1, or x + 0: -0.0 -> 0.0 and a NaN stays itself, as NumPy's sign
+    return b.where(b.gt(x, 0), 1, b.where(b.lt(x, 0), -1, b.add(x, 0)))
+
+
+def _reversed(b, x, kind: str):
+    """An order-reversing bijection of values: -x for floats (so a tie and a NaN come out as
+    the one maximum picked), -1 - x for integers (which never overflows)."""
+    if isinstance(x, (bool, int, float)):
+        return -x if kind == "f" else -1 - x
+    return b.neg(x) if kind == "f" else b.sub(-1, x)
+
+
+def minimum(b, x, y):
+    kind = (y if isinstance(x, (bool, int, float)) else x).dtype.kind
+    if kind == "b":
+        return b.mul(x, y)  # logical and
+    return _reversed(b, b.maximum(_reversed(b, x, kind), _reversed(b, y, kind)), kind)
+
+
+def amin(b, x, axes, keepdims):
+    # of tied 0.0 and -0.0 it keeps the element max keeps (NumPy's and OpenCL's: the last)
+    if x.dtype.kind == "b":  # all(x) = not any(not x)
+        return b.eq(b.max(b.eq(x, False), axes, keepdims), False)
+    return _reversed(b, b.max(_reversed(b, x, x.dtype.kind), axes, keepdims), x.dtype.kind)
+
+
+def argmin(b, x, axis, keepdims):
+    if x.dtype.kind == "b":
+        return b.argmax(b.eq(x, False), axis, keepdims)
+    return b.argmax(_reversed(b, x, x.dtype.kind), axis, keepdims)
+
+
+def pad(b, x, widths, value):
+    shape = tuple(n + lo + hi for n, (lo, hi) in zip(x.shape, widths, strict=True))
+    out = b.full(shape, value, x.dtype)
+    key = tuple(slice(lo, lo + n, 1) for n, (lo, _) in zip(x.shape, widths, strict=True))
+    b.assign(b.slice(out, key), x)
+    return out
+
+
+def concatenate(b, xs, axis):
+    shape = list(xs[0].shape)
+    shape[axis] = sum(x.shape[axis] for x in xs)
+    out = b.empty(tuple(shape), xs[0].dtype)
+    lead, start = tuple(slice(0, n, 1) for n in shape[:axis]), 0
+    for x in xs:
+        b.assign(b.slice(out, (*lead, slice(start, start + x.shape[axis], 1))), x)
+        start += x.shape[axis]
+    return out
+
 
 # ---- sizes ------------------------------------------------------------------------------------
 

@@ -1,19 +1,33 @@
-"""The Backend contract: the small set of primitives every device implements.
+"""The Backend contract: a required core of 30 primitives, and optional methods with defaults.
 
 A backend is an object over its own buffer type (numpy.ndarray, cupy.ndarray, an OpenCL buffer
 with shape/strides/offset). Buffers expose `.shape` (a tuple) and `.dtype` (a NumPy dtype).
-The core never looks inside a buffer: everything a tensor does goes through these methods.
+The core never looks inside a buffer: everything a tensor does goes through these methods, and
+it calls each one by name (`backend.add(a, b)`), so an override is a plain method.
 
-Required primitives raise NotImplementedError here. Optional fast paths (below them) have
-working fallbacks composed from the required primitives, so a new backend only writes the
-required part and may override a fast path when it can do better.
+The methods fall in four tables, listed explicitly below (tests check that they cover the class):
+- REQUIRED: raise NotImplementedError here; a new backend writes these and nothing else;
+- DERIVED: primitives composed *exactly* from the required ones in this class (`gt(a, b)` is
+  `lt(b, a)`); a backend overrides one only to be faster, and its override gives the same bits;
+- FAST_PATHS: neural-network and optimizer ops whose fallbacks (fallbacks.py, also their
+  specification) are slow compositions; an override agrees within the tolerance policy
+  (bitwise for selections such as max-pool indices);
+- CAPABILITIES: what a backend can do beyond computing (wait for its queue, report memory,
+  defer a host check into a recorded graph), with defaults that do nothing.
+
+CUDA graphs are an optional capability outside the tables (the cupy backend's
+`graph_recorder(host_inputs)`: static inputs, warmup/record/load/scalars_only/launch, while
+recording its own host reads raise and `defer_host_check` keeps checks): docs/cuda.md.
 
 Conventions every backend follows (the conformance kit checks them):
 - binary primitives accept a buffer or a Python scalar for either operand (never both); a scalar
   takes the other operand's dtype; buffer operands already share one dtype and broadcast
   NumPy-style (the core promotes and checks shapes first);
+- on bool buffers `maximum` is logical or and `mul` logical and;
+- `maximum` returns its second operand on a tie (so maximum(0.0, -0.0) is -0.0) and the NaN
+  operand where there is one (the first where both are), as NumPy's does;
 - `argmax` and max-gradients pick the first maximal element in row-major order;
-- `relu` and `sign` follow NumPy at 0 (relu(0) = 0, sign(0) = 0);
+- `relu` and `sign` follow NumPy at 0 (relu(-0.0) = 0.0, sign(-0.0) = 0.0);
 - results are bitwise deterministic run to run; no atomics in scatter-like primitives;
 - integer division and float→int casts follow NumPy (C truncation for casts).
 """
@@ -25,12 +39,42 @@ from typing import Any
 
 import numpy as np
 
+from . import fallbacks
+
 Buffer = Any  # a backend's native array
 Scalar = int | float | bool
 
+#: what every backend implements (30)
+REQUIRED = (
+    "from_numpy", "to_numpy", "full", "astype", "assign",
+    "neg", "exp", "log", "sqrt", "tanh",
+    "add", "sub", "mul", "div", "pow", "maximum", "eq", "lt", "where",
+    "sum", "max", "argmax",
+    "matmul",
+    "reshape", "permute", "broadcast_to", "slice", "gather", "scatter_add", "put",
+)
+#: primitives composed exactly from the required ones (overrides must give the same bits)
+DERIVED = (
+    "empty", "copy",
+    "sigmoid", "relu", "abs", "sign", "minimum", "ne", "le", "gt", "ge",
+    "min", "argmin",
+    "pad", "concatenate",
+)
+#: fast paths with fallbacks in fallbacks.py (overrides agree within the tolerance policy)
+FAST_PATHS = (
+    "conv2d", "conv2d_grad_input", "conv2d_grad_weight",
+    "max_pool2d", "max_pool2d_grad", "avg_pool2d", "avg_pool2d_grad",
+    "log_softmax", "nll_loss", "nll_loss_grad",
+    "sgd_step", "rmsprop_step", "adam_step",
+)
+#: queries and abilities beyond computing, with defaults that do nothing
+CAPABILITIES = ("device_name", "info", "memory_in_use", "synchronize", "defer_host_check")
+#: everything a backend may leave to this class
+OPTIONAL = DERIVED + FAST_PATHS + CAPABILITIES
+
 
 class Backend:
-    """Base class of every backend. Subclasses set `kind` and implement the required primitives.
+    """Base class of every backend. Subclasses set `kind` and implement REQUIRED.
 
     Example (the NumPy backend, the reference):
 
@@ -50,7 +94,7 @@ class Backend:
     #: whether work is queued and runs asynchronously (to_numpy and synchronize wait)
     asynchronous: bool = False
 
-    # ---- identity and capabilities ---------------------------------------------------------
+    # ---- identity (capabilities with defaults) ---------------------------------------------
 
     def __repr__(self) -> str:
         return self.name
@@ -67,7 +111,7 @@ class Backend:
         """Bytes this backend holds on its device right now, where it can tell."""
         return None
 
-    # ---- transfer and memory (required) ----------------------------------------------------
+    # ---- transfer and memory ---------------------------------------------------------------
 
     def from_numpy(self, array: np.ndarray) -> Buffer:
         """A device buffer holding a copy of `array` (dtype already supported)."""
@@ -80,14 +124,9 @@ class Backend:
     def full(self, shape: tuple, value: Scalar, dtype: np.dtype) -> Buffer:
         raise NotImplementedError
 
-    def empty(self, shape: tuple, dtype: np.dtype) -> Buffer:
-        return self.full(shape, 0, dtype)
-
     def astype(self, x: Buffer, dtype: np.dtype) -> Buffer:
-        """A new buffer with `x` cast to `dtype` (NumPy's unsafe casting rules)."""
-        raise NotImplementedError
-
-    def copy(self, x: Buffer) -> Buffer:
+        """A new buffer (even for x's own dtype) with `x` cast to `dtype` (NumPy's unsafe
+        casting rules)."""
         raise NotImplementedError
 
     def assign(self, dst: Buffer, src: Buffer | Scalar) -> None:
@@ -96,19 +135,24 @@ class Backend:
         raise NotImplementedError
 
     def synchronize(self) -> None:
-        """Wait until all queued work on this device is done."""
+        """Wait until all queued work on this device is done (capability: nothing to wait
+        for by default)."""
 
-    # ---- elementwise (required) ------------------------------------------------------------
+    def empty(self, shape: tuple, dtype: np.dtype) -> Buffer:
+        """Derived: a buffer whose values are not used (here zeros)."""
+        return self.full(shape, 0, dtype)
+
+    def copy(self, x: Buffer) -> Buffer:
+        """Derived: a new buffer with x's values."""
+        return self.astype(x, x.dtype)
+
+    # ---- elementwise -----------------------------------------------------------------------
 
     def neg(self, x): raise NotImplementedError
     def exp(self, x): raise NotImplementedError
     def log(self, x): raise NotImplementedError
     def sqrt(self, x): raise NotImplementedError
     def tanh(self, x): raise NotImplementedError
-    def sigmoid(self, x): raise NotImplementedError
-    def relu(self, x): raise NotImplementedError
-    def abs(self, x): raise NotImplementedError
-    def sign(self, x): raise NotImplementedError
 
     def add(self, a, b): raise NotImplementedError
     def sub(self, a, b): raise NotImplementedError
@@ -116,20 +160,30 @@ class Backend:
     def div(self, a, b): raise NotImplementedError
     def pow(self, a, b): raise NotImplementedError
     def maximum(self, a, b): raise NotImplementedError
-    def minimum(self, a, b): raise NotImplementedError
 
     def eq(self, a, b): raise NotImplementedError
-    def ne(self, a, b): raise NotImplementedError
     def lt(self, a, b): raise NotImplementedError
-    def le(self, a, b): raise NotImplementedError
-    def gt(self, a, b): raise NotImplementedError
-    def ge(self, a, b): raise NotImplementedError
 
     def where(self, cond: Buffer, a: Buffer | Scalar, b: Buffer | Scalar) -> Buffer:
         """`a` where `cond` (a bool buffer) is true, else `b`; all three broadcast."""
         raise NotImplementedError
 
-    # ---- reductions (required) -------------------------------------------------------------
+    # derived (fallbacks.py): exact compositions of the primitives above. sigmoid goes through
+    # exp(-|x|), which never overflows; abs and sign map -0.0 to 0.0 as NumPy's do (abs also
+    # clears a NaN's sign bit); relu(-0.0) = maximum(-0.0, 0) = 0.0, as a tie gives the second
+    # operand; minimum is maximum on the order reversed (-x, or -1 - x for integers).
+
+    def sigmoid(self, x): return fallbacks.sigmoid(self, x)
+    def relu(self, x): return self.maximum(x, 0)
+    def abs(self, x): return fallbacks.absolute(self, x)
+    def sign(self, x): return fallbacks.sign(self, x)
+    def minimum(self, a, b): return fallbacks.minimum(self, a, b)
+    def ne(self, a, b): return self.eq(self.eq(a, b), False)
+    def le(self, a, b): return self.maximum(self.lt(a, b), self.eq(a, b))
+    def gt(self, a, b): return self.lt(b, a)
+    def ge(self, a, b): return self.le(b, a)
+
+    # ---- reductions ------------------------------------------------------------------------
 
     def sum(self, x: Buffer, axes: tuple, keepdims: bool) -> Buffer:
         """Sum over `axes`, a tuple of non-negative dims (an empty tuple reduces nothing)."""
@@ -138,20 +192,25 @@ class Backend:
     def max(self, x: Buffer, axes: tuple, keepdims: bool) -> Buffer:
         raise NotImplementedError
 
-    def min(self, x: Buffer, axes: tuple, keepdims: bool) -> Buffer:
-        raise NotImplementedError
-
     def argmax(self, x: Buffer, axis: int, keepdims: bool) -> Buffer:
         """int64 index of the first maximum along `axis`."""
         raise NotImplementedError
 
-    # ---- linear algebra (required) ---------------------------------------------------------
+    def min(self, x: Buffer, axes: tuple, keepdims: bool) -> Buffer:
+        """Derived: max on the order reversed (see fallbacks.minimum)."""
+        return fallbacks.amin(self, x, axes, keepdims)
+
+    def argmin(self, x: Buffer, axis: int, keepdims: bool) -> Buffer:
+        """Derived: int64 index of the first minimum along `axis`."""
+        return fallbacks.argmin(self, x, axis, keepdims)
+
+    # ---- linear algebra --------------------------------------------------------------------
 
     def matmul(self, a: Buffer, b: Buffer) -> Buffer:
         """Batched matrix product of two buffers of at least 2 dims; batch dims broadcast."""
         raise NotImplementedError
 
-    # ---- movement (required) ---------------------------------------------------------------
+    # ---- movement --------------------------------------------------------------------------
 
     def reshape(self, x: Buffer, shape: tuple) -> Buffer:
         """`x` with a new shape of the same size; a view where the layout allows."""
@@ -170,11 +229,12 @@ class Backend:
         raise NotImplementedError
 
     def pad(self, x: Buffer, widths: tuple, value: Scalar) -> Buffer:
-        """Constant padding: `widths` holds (before, after) for every dim, all >= 0."""
-        raise NotImplementedError
+        """Derived: constant padding; `widths` holds (before, after) for every dim, all >= 0."""
+        return fallbacks.pad(self, x, widths, value)
 
     def concatenate(self, xs: Sequence[Buffer], axis: int) -> Buffer:
-        raise NotImplementedError
+        """Derived: buffers of one dtype whose shapes differ only along `axis`, joined."""
+        return fallbacks.concatenate(self, xs, axis)
 
     def gather(self, x: Buffer, index: Buffer, axis: int) -> Buffer:
         """`out[..., j, ...] = x[..., index[..., j, ...], ...]` along `axis` (take_along_axis).
@@ -192,17 +252,9 @@ class Backend:
         (dst may be a view). With repeated indices, the last write wins."""
         raise NotImplementedError
 
-    # ---- optional fast paths (fallbacks composed from the primitives above) ----------------
-
-    def argmin(self, x: Buffer, axis: int, keepdims: bool) -> Buffer:
-        """int64 index of the first minimum along `axis`."""
-        if x.dtype == np.dtype(bool):
-            return self.argmax(self.eq(x, False), axis, keepdims)
-        return self.argmax(self.neg(x), axis, keepdims)
-
-    # ---- optional fast paths for neural networks --------------------------------------------
-    # Fallbacks live in fallbacks.py (composed from the required primitives; they are the
-    # specification). Conventions shared by all of them:
+    # ---- fast paths for neural networks ----------------------------------------------------
+    # Fallbacks live in fallbacks.py (composed from the primitives; they are the specification).
+    # Conventions shared by all of them:
     # - images are NCHW; a weight is (O, C // groups, kh, kw);
     # - kernel_size, stride, padding and dilation are (h, w) pairs of ints, already checked:
     #   kernel_size, stride, dilation >= 1, padding >= 0 (symmetric zero padding: the op pads
@@ -219,8 +271,6 @@ class Backend:
         Shapes: x (N, C, H, W), weight (O, C // groups, kh, kw) -> (N, O, OH, OW),
         OH = (H + 2 ph - dh (kh - 1) - 1) // sh + 1 (likewise OW).
         Fallback: im2col (strided views of the padded input) + one batched matmul."""
-        from . import fallbacks
-
         return fallbacks.conv2d(self, x, weight, stride, padding, dilation, groups)
 
     def conv2d_grad_input(self, grad_output: Buffer, weight: Buffer, input_shape: tuple,
@@ -230,8 +280,6 @@ class Backend:
         grad_output is (N, O, OH, OW). Input elements no window reaches (when the strides do
         not divide evenly) get 0. Fallback: weight^T @ grad_output, then col2im (each kernel
         offset adds into a strided view of the padded result, in row-major offset order)."""
-        from . import fallbacks
-
         return fallbacks.conv2d_grad_input(self, grad_output, weight, input_shape, stride,
                                            padding, dilation, groups)
 
@@ -241,8 +289,6 @@ class Backend:
         """The gradient of conv2d with respect to the weight: (O, C // groups, kh, kw) =
         `weight_shape`, summed over the batch. Fallback: grad_output @ im2col(x)^T per image,
         summed over images."""
-        from . import fallbacks
-
         return fallbacks.conv2d_grad_weight(self, x, grad_output, weight_shape, stride,
                                             padding, dilation, groups)
 
@@ -254,8 +300,6 @@ class Backend:
         maximal element of the window in row-major order (smallest kernel row, then column).
         OH = pool_output_size(H, kh, sh, ph, dh, ceil_mode) (fallbacks.py: with ceil_mode the
         last window may run past the input, but starts inside it or its left padding)."""
-        from . import fallbacks
-
         return fallbacks.max_pool2d(self, x, kernel_size, stride, padding, dilation, ceil_mode)
 
     def max_pool2d_grad(self, grad_output: Buffer, indices: Buffer, input_shape: tuple,
@@ -265,8 +309,6 @@ class Backend:
         sums grad_output over the windows whose index points at it. The geometry is given so
         a device can gather per input element over just the windows covering it. Fallback:
         scatter_add along the flattened plane (itself deterministic)."""
-        from . import fallbacks
-
         return fallbacks.max_pool2d_grad(self, grad_output, indices, input_shape, kernel_size,
                                          stride, padding, dilation, ceil_mode)
 
@@ -276,8 +318,6 @@ class Backend:
         max_pool2d, dilation 1). Each window's sum is divided by
         `fallbacks.avg_pool2d_divisor`: with count_include_pad the window's size clipped to
         the padded input, else the number of input elements in it (PyTorch's rule)."""
-        from . import fallbacks
-
         return fallbacks.avg_pool2d(self, x, kernel_size, stride, padding, ceil_mode,
                                     count_include_pad)
 
@@ -286,16 +326,12 @@ class Backend:
                         count_include_pad: bool) -> Buffer:
         """The gradient of avg_pool2d: (N, C, H, W) = `input_shape`; each input element
         gathers grad_output / divisor over the windows covering it."""
-        from . import fallbacks
-
         return fallbacks.avg_pool2d_grad(self, grad_output, input_shape, kernel_size, stride,
                                          padding, ceil_mode, count_include_pad)
 
     def log_softmax(self, x: Buffer, axis: int) -> Buffer:
         """`x - max - log(sum(exp(x - max)))` along `axis` (a non-negative dim), float only.
         Fallback: exactly that formula from the primitives."""
-        from . import fallbacks
-
         return fallbacks.log_softmax(self, x, axis)
 
     def nll_loss(self, input: Buffer, target: Buffer, ignore_index: int,
@@ -305,8 +341,6 @@ class Backend:
         ignore_index. reduction "none" gives the (N,) losses, "sum" their sum, "mean" the sum
         over the count of labels not ignored (0-d results). Labels are already checked.
         Fallback: gather at the labels (ignored ones read class 0) times 0/1, then sums."""
-        from . import fallbacks
-
         return fallbacks.nll_loss(self, input, target, ignore_index, reduction)
 
     def nll_loss_grad(self, grad_output: Buffer, target: Buffer, classes: int,
@@ -315,8 +349,6 @@ class Backend:
         (i, target_i) for labels not ignored, where it is -g_i (g_i = grad_output[i] for
         "none", the 0-d grad_output for "sum", it divided by the count for "mean").
         Fallback: scatter_add of those values at the labels."""
-        from . import fallbacks
-
         return fallbacks.nll_loss_grad(self, grad_output, target, classes, ignore_index,
                                        reduction)
 
@@ -330,8 +362,6 @@ class Backend:
         """g = grad + weight_decay * param; with momentum: buf = g on the first step, else
         buf = momentum * buf + (1 - dampening) * g; then g = g + momentum * buf (nesterov) or
         g = buf; finally param -= lr * g. momentum_buffer is None when momentum == 0."""
-        from . import fallbacks
-
         fallbacks.sgd_step(self, param, grad, momentum_buffer, lr, momentum, dampening,
                            nesterov, weight_decay, first_step)
 
@@ -342,8 +372,6 @@ class Backend:
         given): a = alpha a + (1 - alpha) g, avg = sqrt(v - a^2) + eps, else avg = sqrt(v) + eps;
         with momentum_buffer: buf = momentum buf + g / avg, param -= lr buf; else
         param -= lr g / avg."""
-        from . import fallbacks
-
         fallbacks.rmsprop_step(self, param, grad, square_avg, grad_avg, momentum_buffer, lr,
                                alpha, eps, momentum, weight_decay)
 
@@ -356,7 +384,14 @@ class Backend:
         v = beta2 v + (1 - beta2) g^2; amsgrad (max_exp_avg_sq given): vmax = max(vmax, v) is
         used for v; param -= lr / (1 - beta1^step) * m / (sqrt(v) / sqrt(1 - beta2^step) + eps).
         `step` counts from 1."""
-        from . import fallbacks
-
         fallbacks.adam_step(self, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, lr,
                             beta1, beta2, eps, weight_decay, decoupled_weight_decay)
+
+    # ---- capabilities ----------------------------------------------------------------------
+
+    def defer_host_check(self, buffer: Buffer, check) -> bool:
+        """For an op that must check a buffer's values on the host (nll_loss's class labels):
+        False when the check can run now (the caller then runs it). A backend that is recording
+        a replayable graph may instead keep `check` to run on the host copy of the matching
+        input before each replay, and return True."""
+        return False

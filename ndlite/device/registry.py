@@ -17,6 +17,7 @@ import contextlib
 import importlib
 import os
 import sys
+import threading
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -46,8 +47,18 @@ _factories: dict[str, Callable | str] = {}
 _broken: dict[str, str] = {}
 _instances: dict[tuple[str, str | None], Backend] = {}
 _default: Backend | None = None
-_stack: list[Backend] = []
 _discovered = False
+
+
+class _Local(threading.local):
+    """Per thread: the `using(...)` blocks this thread is inside (as in PyTorch, a device
+    context in one thread does not move another thread's new tensors)."""
+
+    def __init__(self):
+        self.stack: list[Backend] = []
+
+
+_local = _Local()
 
 
 def _discover() -> None:
@@ -178,8 +189,9 @@ def _auto() -> Backend:
 
 def current_backend() -> Backend:
     """The backend new tensors go to: the innermost `using(...)`, else the default."""
-    if _stack:
-        return _stack[-1]
+    stack = _local.stack
+    if stack:
+        return stack[-1]
     global _default
     if _default is None:
         _default = get_backend(os.environ.get(ENV_VAR, "").strip() or "numpy")
@@ -208,11 +220,11 @@ def using(spec: str | Backend) -> Iterator[Backend]:
     'numpy'
     """
     backend = get_backend(spec)
-    _stack.append(backend)
+    _local.stack.append(backend)
     try:
         yield backend
     finally:
-        _stack.pop()
+        _local.stack.pop()
 
 
 def probe(name: str) -> tuple[Backend | None, str]:

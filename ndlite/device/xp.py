@@ -1,10 +1,11 @@
 """A shared Backend for NumPy-compatible array modules ("xp", as Chainer calls it).
 
-NumPy and CuPy expose the same array API, so one class implements every primitive on top of
-`self.xp`. The hot elementwise primitives are bound in `__init__` as instance attributes that
-point straight at the array module's ufuncs: a call `backend.add(a, b)` then costs no Python
-frame of ours. Subclasses set `kind`/`name`, pass their module, and override what their
-module does differently or slowly.
+NumPy and CuPy expose the same array API, so one class implements every required and derived
+primitive of the contract on top of `self.xp`. The hot elementwise primitives are bound in
+`__init__` from the two tables below (_UNARY, _BINARY: our name -> the module's ufunc) as
+instance attributes that point straight at the array module's ufuncs: a call
+`backend.add(a, b)` then costs no Python frame of ours. Subclasses set `kind`/`name`, pass
+their module, and override what their module does differently or slowly.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ backend and differentiates twice.
 
 from ..ops.activation import dropout, gelu, leaky_relu, log_softmax, softmax
 from ..ops.conv import conv2d
-from ..ops.elementwise import relu, sigmoid, tanh
+from ..ops.join import pad
 from ..ops.linalg import linear
 from ..ops.loss import (
     binary_cross_entropy,
@@ -16,9 +16,10 @@ from ..ops.loss import (
     mse_loss,
     nll_loss,
 )
-from ..ops.movement import flatten, pad
+from ..ops.movement import flatten
+from ..ops.normalization import batch_norm
 from ..ops.pool import adaptive_avg_pool2d, avg_pool2d, max_pool2d
-from .normalization import batch_norm
+from ..ops.unary import relu, sigmoid, tanh
 
 __all__ = ["adaptive_avg_pool2d", "avg_pool2d", "batch_norm", "binary_cross_entropy",
            "binary_cross_entropy_with_logits", "conv2d", "cross_entropy", "dropout", "flatten",

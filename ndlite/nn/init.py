@@ -9,21 +9,19 @@ import math
 
 import numpy as np
 
-from .. import autograd
+from .. import graph
+from ..creation import generator
+from ..creation import tensor as make
 from ..tensor import Tensor
 
 
 def _fill(tensor: Tensor, values: np.ndarray) -> Tensor:
-    from ..creation import tensor as make
-
-    with autograd.no_grad():
+    with graph.no_grad():
         tensor.copy_(make(values.astype(tensor.dtype), backend=tensor.backend))
     return tensor
 
 
 def _rng():
-    from ..creation import generator
-
     return generator()
 
 

@@ -3,6 +3,8 @@ Each holds its configuration and calls `ndlite.nn.functional`."""
 
 from __future__ import annotations
 
+from ..creation import empty
+from ..ops.conv import pair
 from ..tensor import Tensor
 from . import functional as F
 from .init import default_layer_init_
@@ -10,8 +12,6 @@ from .module import Module, Parameter
 
 
 def _empty(*shape, dtype=None, backend=None) -> Tensor:
-    from ..creation import empty
-
     return empty(*shape, dtype=dtype, backend=backend)
 
 
@@ -54,8 +54,6 @@ class Conv2d(Module):
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
                  dilation=1, groups: int = 1, bias: bool = True, dtype=None, backend=None):
         super().__init__()
-        from ..ops.conv import pair
-
         if groups <= 0 or in_channels % groups or out_channels % groups:
             raise ValueError(f"Conv2d: in_channels ({in_channels}) and out_channels "
                              f"({out_channels}) must be divisible by groups ({groups})")

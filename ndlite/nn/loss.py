@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from ..ops.loss import _reduction
 from ..tensor import Tensor
 from . import functional as F
 from .module import Module
@@ -11,8 +12,6 @@ from .module import Module
 class _Loss(Module):
     def __init__(self, reduction: str = "mean"):
         super().__init__()
-        from ..ops.loss import _reduction
-
         self.reduction = _reduction(reduction, type(self).__name__)
 
     def extra_repr(self) -> str:

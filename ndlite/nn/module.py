@@ -14,7 +14,8 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from .. import autograd
+from .. import graph
+from ..creation import empty
 from ..errors import ShapeError
 from ..tensor import Tensor
 
@@ -43,12 +44,10 @@ class Parameter(metaclass=_ParameterType):
 
     def __new__(cls, data: Tensor | None = None, requires_grad: bool = True) -> Tensor:
         if data is None:
-            from ..creation import empty
-
             data = empty(0)
         if not isinstance(data, Tensor):
             raise TypeError(f"Parameter: expected a Tensor, got {type(data).__name__}")
-        t = Tensor._make(data._data, data._backend)
+        t = Tensor._make(data.buffer, data.backend)
         t._vbox = data._version_box()
         t.requires_grad_(requires_grad)
         key = id(t)
@@ -235,9 +234,9 @@ class Module:
             moved = t.detach().to(*args, dtype=dtype if t.is_floating_point() else None,
                                   backend=backend, device=device)
             if moved is not t:
-                t._data, t._backend = moved._data, moved._backend
+                t.set_(moved)
             if t.grad is not None:
-                t.grad = t.grad.to(t._backend, t.dtype)
+                t.grad = t.grad.to(t.backend, t.dtype)
         return self
 
     def float(self) -> Module:
@@ -286,7 +285,7 @@ class Module:
                     from ..creation import tensor
 
                     value = tensor(np.asarray(value), backend=target.backend)
-                with autograd.no_grad():
+                with graph.no_grad():
                     target.copy_(value)
         return IncompatibleKeys(missing, unexpected)
 

@@ -1,10 +1,49 @@
 """Differentiable ops, grouped by kind. Each op declares its forward (backend primitives),
-its backward (Tensor ops) and its test spec once, in the registry (`OPS`)."""
+its backward (Tensor ops) and its test spec once, in the registry (`OPS`).
 
-from . import elementwise, indexing, inplace, linalg, movement, reduce  # noqa: I001 (core first)
-from . import activation, conv, loss, pool  # the neural-network ops, built on the core
-from .registry import EXACT, OPS, SCALED, TRANSCENDENTAL, Op, Spec, declare, register, resolve
+The modules build on each other in this order, and import only what is above them here:
+registry, samples -> cast -> dispatch (the apply path) -> calls -> elementwise (where, clone)
+-> unary -> binary -> movement -> join -> gather -> inplace -> indexing -> reduce -> linalg
+-> activation -> conv -> pool -> loss -> normalization. Backward formulas use Tensor methods
+and operators, which are bound once every op is loaded (ndlite/methods.py).
+"""
 
-__all__ = ["OPS", "Op", "Spec", "register", "declare", "resolve", "SCALED", "EXACT",
-           "TRANSCENDENTAL", "elementwise", "indexing", "inplace", "linalg", "movement", "reduce",
-           "activation", "conv", "loss", "pool"]
+from . import (  # noqa: I001 - the order above
+    registry,
+    samples,
+    cast,
+    dispatch,
+    elementwise,
+    unary,
+    binary,
+    movement,
+    join,
+    gather,
+    inplace,
+    indexing,
+    reduce,
+    linalg,
+    activation,
+    conv,
+    pool,
+    loss,
+    normalization,
+)
+from .registry import (
+    EXACT,
+    OPS,
+    SCALED,
+    TRANSCENDENTAL,
+    Op,
+    Spec,
+    declare,
+    define,
+    implements,
+    register,
+    resolve,
+)
+
+__all__ = ["OPS", "Op", "Spec", "register", "declare", "define", "implements", "resolve",
+           "SCALED", "EXACT", "TRANSCENDENTAL", "samples", "cast", "dispatch", "elementwise",
+           "unary", "binary", "movement", "join", "gather", "inplace", "indexing", "reduce",
+           "linalg", "activation", "conv", "pool", "loss", "normalization"]

@@ -8,11 +8,14 @@ import numbers
 
 import numpy as np
 
+from ..creation import generator, manual_seed
 from ..errors import DTypeError
 from ..tensor import Tensor, _dim
+from . import samples
 from .dispatch import unary
-from .elementwise import exp, where
-from .registry import TRANSCENDENTAL, Op, Spec, declare, register
+from .elementwise import where
+from .registry import TRANSCENDENTAL, Op, Spec, declare, implements, register
+from .unary import exp
 
 
 def _float_input(x: Tensor, op: str) -> None:
@@ -31,7 +34,7 @@ def _softmax_axis(x: Tensor, dim, op: str) -> int:
 @register
 class LogSoftmax(Op):
     name = "log_softmax"
-    spec = Spec("softmax", call="ndlite.nn.functional:log_softmax", tol=TRANSCENDENTAL,
+    spec = Spec(samples.SOFTMAX, tol=TRANSCENDENTAL,
                 second_order=True)
     save_output = True
 
@@ -49,6 +52,7 @@ class LogSoftmax(Op):
         return grad - exp(node.output()) * grad.sum(axis, keepdim=True)
 
 
+@implements(LogSoftmax)
 def log_softmax(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:
     """log(softmax(x)) along `dim`, computed without overflow.
 
@@ -65,7 +69,7 @@ def log_softmax(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:
 @register
 class Softmax(Op):
     name = "softmax"
-    spec = Spec("softmax", call="ndlite.nn.functional:softmax", tol=TRANSCENDENTAL,
+    spec = Spec(samples.SOFTMAX, tol=TRANSCENDENTAL,
                 second_order=True)
     save_output = True
 
@@ -83,6 +87,7 @@ class Softmax(Op):
         return out * (grad - (grad * out).sum(node.params["axis"], keepdim=True))
 
 
+@implements(Softmax)
 def softmax(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:
     """exp(x) / sum(exp(x)) along `dim`.
 
@@ -99,7 +104,7 @@ def softmax(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:
 @register
 class LeakyRelu(Op):
     name = "leaky_relu"
-    spec = Spec("unary", call="ndlite.nn.functional:leaky_relu", kinks="zero",
+    spec = Spec(samples.UNARY, kinks="zero",
                 params={"negative_slope": 0.1})
     save_inputs = True
 
@@ -112,6 +117,7 @@ class LeakyRelu(Op):
         return where(node.saved[0] > 0, grad, grad * node.params["negative_slope"])
 
 
+@implements(LeakyRelu)
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     """x where x > 0, else negative_slope * x.
 
@@ -150,7 +156,7 @@ def erf_approx(b, z):
 @register
 class Erf(Op):
     name = "erf"
-    spec = Spec("unary", call="ndlite.ops.activation:erf", tol=TRANSCENDENTAL,
+    spec = Spec(samples.UNARY, tol=TRANSCENDENTAL,
                 domain=(-3.0, 3.0))
     save_inputs = True
 
@@ -164,6 +170,7 @@ class Erf(Op):
         return grad * exp(x * x * -1.0) * (2.0 / math.sqrt(math.pi))
 
 
+@implements(Erf)
 def erf(x: Tensor) -> Tensor:
     """The error function (relative error < 1.2e-7; see erf_approx).
 
@@ -183,7 +190,7 @@ _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 @register
 class Gelu(Op):
     name = "gelu"
-    spec = Spec("gelu", call="ndlite.nn.functional:gelu", tol=TRANSCENDENTAL,
+    spec = Spec(samples.GELU, tol=TRANSCENDENTAL,
                 domain=(-4.0, 4.0), second_order=True)
     save_inputs = True
 
@@ -212,6 +219,7 @@ class Gelu(Op):
         return grad * (cdf + x * pdf)
 
 
+@implements(Gelu)
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     """x * Phi(x), Phi the standard normal CDF; `approximate='tanh'` uses PyTorch's tanh
     formula. The erf behind 'none' is a rational approximation (relative error < 1.2e-7).
@@ -235,8 +243,6 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
     >>> ndlite.nn.functional.dropout(ndlite.ones(4), 0.5, training=False).tolist()
     [1.0, 1.0, 1.0, 1.0]
     """
-    from ..creation import generator
-
     _float_input(input, "dropout")
     if not isinstance(p, numbers.Real) or not 0.0 <= p <= 1.0:
         raise ValueError(f"dropout: probability must be between 0 and 1, got {p!r}")
@@ -250,4 +256,11 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
     return input * mask
 
 
-declare("dropout", Spec("dropout", call="ndlite.testing.samplers_nn:seeded_dropout"))
+def _seeded_dropout(x, p: float, seed: int, training: bool = True):
+    """The spec's call: dropout with the generator reseeded first, so repeated calls
+    (gradchecks, two backends) draw the same mask."""
+    manual_seed(seed)
+    return dropout(x, p, training)
+
+
+declare("dropout", Spec(samples.DROPOUT, call=_seeded_dropout), dropout)

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import numbers
 
-from .. import autograd
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
-from .dispatch import check_same_backend
-from .registry import SCALED, Op, Spec, register
+from . import samples
+from .dispatch import nary
+from .join import pad
+from .registry import SCALED, Op, Spec, implements, register
 
 
 def pair(value, name: str, op: str) -> tuple:
@@ -35,12 +36,7 @@ def positive(value: tuple, name: str, op: str) -> tuple:
 
 
 def _apply(op, inputs, params):
-    check_same_backend(op.name, *inputs)
-    b = inputs[0]._backend
-    out = Tensor._make(op.forward(b, *[t._data for t in inputs], **params), b)
-    if autograd.grad_enabled and any(t._rg for t in inputs):
-        autograd.record(op, tuple(inputs), out, params)
-    return out
+    return nary(op, list(inputs), **params)
 
 
 def _geometry(p: dict) -> dict:
@@ -50,7 +46,7 @@ def _geometry(p: dict) -> dict:
 @register
 class Conv2d(Op):
     name = "conv2d"
-    spec = Spec("conv2d", call="ndlite.nn.functional:conv2d", tol=SCALED, second_order=True)
+    spec = Spec(samples.CONV2D, tol=SCALED, second_order=True)
     save_inputs = True
 
     @staticmethod
@@ -79,7 +75,7 @@ class Conv2dGradInput(Op):
     """Gi(g, w): the gradient of conv2d with respect to its input."""
 
     name = "conv2d_grad_input"
-    spec = Spec("conv2d_grad", call="ndlite.ops.conv:conv2d_grad_input", tol=SCALED,
+    spec = Spec(samples.CONV2D_GRAD, tol=SCALED,
                 params={"which": "input"})
     save_inputs = True
 
@@ -105,7 +101,7 @@ class Conv2dGradWeight(Op):
     """Gw(x, g): the gradient of conv2d with respect to its weight."""
 
     name = "conv2d_grad_weight"
-    spec = Spec("conv2d_grad", call="ndlite.ops.conv:conv2d_grad_weight", tol=SCALED,
+    spec = Spec(samples.CONV2D_GRAD, tol=SCALED,
                 params={"which": "weight"})
     save_inputs = True
 
@@ -126,6 +122,7 @@ class Conv2dGradWeight(Op):
         return g_x, g_out
 
 
+@implements(Conv2dGradInput)
 def conv2d_grad_input(grad_output: Tensor, weight: Tensor, input_shape: tuple, stride=(1, 1),
                       padding=(0, 0), dilation=(1, 1), groups: int = 1) -> Tensor:
     """The gradient of `conv2d(x, weight)` with respect to an x of `input_shape`, given the
@@ -137,6 +134,7 @@ def conv2d_grad_input(grad_output: Tensor, weight: Tensor, input_shape: tuple, s
                   {"input_shape": tuple(input_shape), **p})
 
 
+@implements(Conv2dGradWeight)
 def conv2d_grad_weight(x: Tensor, grad_output: Tensor, weight_shape: tuple, stride=(1, 1),
                        padding=(0, 0), dilation=(1, 1), groups: int = 1) -> Tensor:
     """The gradient of `conv2d(x, weight)` with respect to a weight of `weight_shape`."""
@@ -155,6 +153,25 @@ def _same_padding(kernel: tuple, dilation: tuple) -> list:
     return out
 
 
+def _padding_widths(padding, stride, dilation, kernel, op: str) -> list:
+    """(before, after) padding per spatial dim for an int, a pair, 'valid' or 'same'."""
+    if isinstance(padding, str):
+        if padding == "valid":
+            return [(0, 0), (0, 0)]
+        if padding == "same":
+            if stride != (1, 1):
+                raise ValueError(f"{op}: padding='same' is not supported for strided "
+                                 f"convolutions (stride {stride})")
+            return _same_padding(kernel, dilation)
+        raise ValueError(f"{op}: padding must be an int, a pair, 'valid' or 'same', got "
+                         f"{padding!r}")
+    ph, pw = pair(padding, "padding", op)
+    if min(ph, pw) < 0:
+        raise ValueError(f"{op}: padding must be non-negative, got {(ph, pw)}")
+    return [(ph, ph), (pw, pw)]
+
+
+@implements(Conv2d)
 def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
            dilation=1, groups: int = 1) -> Tensor:
     """2-D convolution (cross-correlation) of input (N, C, H, W) or (C, H, W) with weight
@@ -194,25 +211,8 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
                          f"shape {weight.shape} with groups={groups} expects {cg * groups}")
     if bias is not None and bias.shape != (o,):
         raise ShapeError(f"{op}: bias must have shape ({o},), got {bias.shape}")
-    if isinstance(padding, str):
-        if padding == "valid":
-            widths = [(0, 0), (0, 0)]
-        elif padding == "same":
-            if stride != (1, 1):
-                raise ValueError(f"{op}: padding='same' is not supported for strided "
-                                 f"convolutions (stride {stride})")
-            widths = _same_padding((kh, kw), dilation)
-        else:
-            raise ValueError(f"{op}: padding must be an int, a pair, 'valid' or 'same', got "
-                             f"{padding!r}")
-    else:
-        ph, pw = pair(padding, "padding", op)
-        if min(ph, pw) < 0:
-            raise ValueError(f"{op}: padding must be non-negative, got {(ph, pw)}")
-        widths = [(ph, ph), (pw, pw)]
+    widths = _padding_widths(padding, stride, dilation, (kh, kw), op)
     if any(lo != hi for lo, hi in widths):  # asymmetric 'same': pad explicitly first
-        from .movement import pad
-
         input = pad(input, (widths[1][0], widths[1][1], widths[0][0], widths[0][1]))
         widths = [(0, 0), (0, 0)]
         h, w = input.shape[2], input.shape[3]

@@ -1,7 +1,10 @@
 """Applying an op: operand checks, dtype promotion, then forward and graph recording.
 
-This is the hot path of every tensor operation, so it is written flat: one function per arity,
-a fast path for same-shape same-dtype operands, and slow checks (broadcast shapes, promotion)
+This is the one apply path of every op: `unary`, `binary` and `nary` check and promote
+operands, call the op's forward and end in `apply`, which wraps the result buffer and records
+the node (ndlite.graph.attach); ops with their own argument handling (conv, pooling, losses)
+call `apply` directly. It is the hot path of every tensor operation, so it is written flat: a
+fast path for same-shape same-dtype operands, and slow checks (broadcast shapes, promotion)
 only when they can matter. Errors are raised before anything is computed, so a failed op
 changes nothing.
 """
@@ -13,10 +16,12 @@ from functools import lru_cache
 
 import numpy as np
 
-from .. import autograd
+from ..creation import tensor
 from ..dtypes import bool_, default_float, promote, scalar_dtype
 from ..errors import DeviceMismatchError, DTypeError, ShapeError
+from ..graph import attach, mode, record
 from ..tensor import Tensor
+from .cast import astype
 
 _make = Tensor._make
 _SCALARS = (int, float, bool)
@@ -54,8 +59,6 @@ def as_scalar(value, op: str):
 
 def as_tensor_like(value, like: Tensor, op: str) -> Tensor:
     """`value` (a list, an array) as a tensor on `like`'s backend."""
-    from ..creation import tensor
-
     try:
         return tensor(value, backend=like._backend)
     except (TypeError, ValueError) as exc:
@@ -74,7 +77,7 @@ def check_same_backend(op: str, *tensors: Tensor) -> None:
 
 def cast(t: Tensor, dtype) -> Tensor:
     """`t` as `dtype` (differentiable between float dtypes)."""
-    return elementwise.astype(t, dtype)
+    return astype(t, dtype)
 
 
 def _dtype_rule(op, dtype, opname):
@@ -101,8 +104,8 @@ def unary(op, x: Tensor, **params) -> Tensor:
             x = cast(x, want)
     backend = x._backend
     out = _make(op.forward(backend, x._data, **params), backend)
-    if x._rg and autograd.grad_enabled and op.differentiable:
-        autograd.record(op, (x,), out, params or None)
+    if x._rg and mode.enabled and op.differentiable:
+        record(op, (x,), out, params or None)
     return out
 
 
@@ -124,8 +127,8 @@ def binary(op, a, b) -> Tensor:
             broadcast_shapes(da.shape, db.shape, op.name)
         backend = a._backend
         out = _make(op.forward(backend, da, db), backend)
-        if (a._rg or b._rg) and autograd.grad_enabled and op.differentiable:
-            autograd.record(op, (a, b), out)
+        if (a._rg or b._rg) and mode.enabled and op.differentiable:
+            record(op, (a, b), out)
         return out
     if a.__class__ is Tensor:
         t, s, t_first = a, b, True
@@ -149,8 +152,8 @@ def binary(op, a, b) -> Tensor:
         out = _make(op.forward(backend, t._data, value), backend)
     else:
         out = _make(op.forward(backend, value, t._data), backend)
-    if t._rg and autograd.grad_enabled and op.differentiable:
-        autograd.record(op, (t, value) if t_first else (value, t), out)
+    if t._rg and mode.enabled and op.differentiable:
+        record(op, (t, value) if t_first else (value, t), out)
     return out
 
 
@@ -161,8 +164,8 @@ def nary(op, tensors, **params) -> Tensor:
         if t._backend is not backend:
             check_same_backend(op.name, *tensors)
     out = _make(op.forward(backend, *[t._data for t in tensors], **params), backend)
-    if autograd.grad_enabled and op.differentiable and any(t._rg for t in tensors):
-        autograd.record(op, tuple(tensors), out, params or None)
+    if mode.enabled and op.differentiable and any(t._rg for t in tensors):
+        record(op, tuple(tensors), out, params or None)
     return out
 
 
@@ -180,8 +183,10 @@ def unbroadcast(grad: Tensor, shape: tuple) -> Tensor:
     if grad.shape == shape:
         return grad
     axes = _unbroadcast_plan(grad.shape, shape)
-    return reduce.sum(grad, dim=axes).reshape(shape)
+    return grad.sum(dim=axes).reshape(shape)
 
 
-# the ops built on this module, imported last because they import it (cycle)
-from . import elementwise, reduce  # noqa: E402
+def apply(op, inputs, buffer, backend, params=None) -> Tensor:
+    """The result `buffer` of `op` on `inputs` as a tensor, recorded in the graph when an
+    input requires grad (the last step of every op)."""
+    return attach(op, inputs, _make(buffer, backend), params)

@@ -1,4 +1,4 @@
-"""Indexing: `x[key]` and `x[key] = value` with NumPy's rules, plus gather / scatter_add / take.
+"""Indexing: `x[key]` and `x[key] = value` with NumPy's rules, and `fill_` / `copy_`.
 
 Basic keys (ints, slices, None, ...) give views through the backend's `slice` primitive.
 Advanced keys (integer arrays, lists, boolean masks, integer tensors) are resolved on the host:
@@ -15,54 +15,17 @@ import numbers
 
 import numpy as np
 
-from .. import autograd
-from ..dtypes import int64
+from .. import graph
+from ..creation import tensor
 from ..errors import DTypeError, ShapeError
-from ..tensor import Tensor, _dim
-from .dispatch import as_scalar, broadcast_shapes, check_same_backend, nary, unary, unbroadcast
-from .movement import reshape, share_version
-from .registry import EXACT, SCALED, Op, Spec, declare, register
-
-# ---- basic slicing ----------------------------------------------------------------------------
-
-
-@register
-class Slice(Op):
-    name = "slice"
-    spec = Spec("getitem", call="ndlite.testing.calls:getitem", tol=EXACT,
-                params={"advanced": False})
-
-    @staticmethod
-    def forward(b, x, key):
-        return b.slice(x, key)
-
-    @staticmethod
-    def backward(node, grad):
-        return unary(SliceGrad, grad, key=node.params["key"], shape=node.shapes[0])
-
-
-@register
-class SliceGrad(Op):
-    """The adjoint of a slice: zeros of the input's shape with the gradient written in."""
-
-    name = "slice_grad"
-    spec = Spec("getitem", call="ndlite.testing.calls:slice_grad", tol=EXACT,
-                params={"advanced": False})
-
-    @staticmethod
-    def forward(b, grad, key, shape):
-        out = b.full(shape, 0, grad.dtype)
-        b.assign(b.slice(out, key), grad)
-        return out
-
-    @staticmethod
-    def backward(node, grad):
-        return basic_slice(grad, node.params["key"])
-
-
-def basic_slice(x: Tensor, key: tuple) -> Tensor:
-    """A view for a normalized basic key (see `Backend.slice`)."""
-    return share_version(unary(Slice, x, key=key), x)
+from ..tensor import Tensor
+from . import samples
+from .calls import getitem_case, index_put_case
+from .dispatch import as_scalar, broadcast_shapes, check_same_backend, unbroadcast
+from .gather import index_select, take
+from .inplace import check_inplace, commit
+from .movement import basic_slice, reshape
+from .registry import EXACT, Op, Spec, declare, implements, register
 
 
 def _normalize_slice(s: slice, n: int) -> slice:
@@ -263,99 +226,6 @@ def getitem(x: Tensor, key) -> Tensor:
     return reshape(out, pos.shape)
 
 
-# ---- gather, scatter_add, take ----------------------------------------------------------------
-
-
-@register
-class Gather(Op):
-    name = "gather"
-    spec = Spec("gather", tol=EXACT)
-
-    @staticmethod
-    def forward(b, x, index, axis):
-        return b.gather(x, index, axis)
-
-    @staticmethod
-    def backward(node, grad):
-        index = node.saved[1]
-        axis = node.params["axis"]
-        return scatter_add(index, grad, axis, node.shapes[0][axis]), None
-
-    save_inputs = True
-
-
-@register
-class ScatterAdd(Op):
-    name = "scatter_add"
-    spec = Spec("scatter_add", tol=SCALED)  # repeated indices sum: rounding, not selection
-    save_inputs = True
-
-    @staticmethod
-    def forward(b, index, values, axis, size):
-        return b.scatter_add(index, values, axis, size)
-
-    @staticmethod
-    def backward(node, grad):
-        index = node.saved[0]
-        return None, gather(grad, index, node.params["axis"])
-
-
-def _check_index(index: Tensor, size: int, op: str, shape) -> None:
-    if index.dtype.kind not in "iu":
-        raise DTypeError(f"{op}: index must be an integer tensor, got {index.dtype}")
-    if index.numel():
-        host = index._backend.to_numpy(index._data)
-        lo, hi = int(host.min()), int(host.max())
-        if lo < 0 or hi >= size:
-            raise IndexError(f"{op}: index {lo if lo < 0 else hi} is out of bounds for a dim of "
-                             f"size {size} (shape {shape})")
-
-
-def gather(x: Tensor, index: Tensor, dim: int) -> Tensor:
-    """`out[i][j] = x[i][index[i][j]]` along `dim` (torch.gather); `index` has x's number of
-    dims, and its other sizes equal x's or are 1."""
-    axis = _dim(dim, x.ndim, "gather")
-    if index.ndim != x.ndim or any(i != a and i != 1 for d, (i, a) in
-                                   enumerate(zip(index.shape, x.shape)) if d != axis):
-        raise ShapeError(f"gather: index of shape {index.shape} does not fit input of shape "
-                         f"{x.shape} along dim {dim}")
-    _check_index(index, x.shape[axis], "gather", x.shape)
-    index = index.to(int64)
-    return nary(Gather, [x, index], axis=axis)
-
-
-def scatter_add(index: Tensor, values: Tensor, dim: int, size: int) -> Tensor:
-    """The adjoint of gather: zeros of `values.shape` with `size` along `dim`, plus
-    `out[..., index[..., j, ...], ...] += values[..., j, ...]` (deterministic)."""
-    axis = _dim(dim, values.ndim, "scatter_add")
-    if index.ndim != values.ndim or any(i != v and i != 1 for i, v in
-                                        zip(index.shape, values.shape)):
-        raise ShapeError(f"scatter_add: index of shape {index.shape} does not fit values of "
-                         f"shape {values.shape}")
-    _check_index(index, size, "scatter_add", values.shape)
-    index = index.to(int64)
-    return nary(ScatterAdd, [index, values], axis=axis, size=int(size))
-
-
-def take(x: Tensor, index: Tensor, dim: int) -> Tensor:
-    """The slices of `x` at the 1-D `index` along `dim` (torch.index_select)."""
-    axis = _dim(dim, x.ndim, "take")
-    if index.ndim != 1:
-        raise ShapeError(f"take: index must be 1-D, got shape {index.shape}")
-    shape = [1] * x.ndim
-    shape[axis] = index.shape[0]
-    index = reshape(index, tuple(shape))
-    return gather(x, index, axis)
-
-
-def index_select(x: Tensor, dim: int, index) -> Tensor:
-    """`x` restricted to `index` along `dim`."""
-    if not isinstance(index, Tensor):
-        index = Tensor._make(x._backend.from_numpy(np.asarray(index, dtype=np.int64)),
-                             x._backend)
-    return take(x, index, dim)
-
-
 # ---- writing: x[key] = value ------------------------------------------------------------------
 
 
@@ -377,7 +247,7 @@ class IndexPut(Op):
     """out = a copy of x with out[key] = value: the functional form of `x[key] = value`."""
 
     name = "index_put"
-    spec = Spec("index_put", call="ndlite.testing.calls:index_put", tol=EXACT)
+    spec = Spec(samples.INDEX_PUT, call=index_put_case, tol=EXACT)
 
     @staticmethod
     def forward(b, x, value, key, positions, shape):
@@ -405,13 +275,14 @@ def _select(grad: Tensor, p: dict) -> Tensor:
     return reshape(out, p["shape"])
 
 
+@implements(IndexPut)
 def index_put(x: Tensor, value, plan: dict) -> Tensor:
     """A copy of `x` with `value` written where `plan` (from `write_plan`) says."""
     data = value._data if isinstance(value, Tensor) else value
     out = Tensor._make(IndexPut.forward(x._backend, x._data, data, plan["key"],
                                         plan["positions"], plan["shape"]), x._backend)
-    if autograd.grad_enabled and (x._rg or (isinstance(value, Tensor) and value._rg)):
-        autograd.record(IndexPut, (x, value), out, plan)
+    if graph.mode.enabled and (x._rg or (isinstance(value, Tensor) and value._rg)):
+        graph.record(IndexPut, (x, value), out, plan)
     return out
 
 
@@ -437,11 +308,9 @@ def setitem(x: Tensor, key, value) -> None:
     >>> x.tolist()
     [[5.0, 0.0, 5.0], [0.0, 0.0, 0.0]]
     """
-    inplace.check_inplace(x, "setitem")
+    check_inplace(x, "setitem")
     plan = write_plan(x, key)
     if not isinstance(value, Tensor) and as_scalar(value, "setitem") is None:
-        from ..creation import tensor
-
         value = tensor(value, dtype=x.dtype, backend=x._backend)
     if isinstance(value, Tensor):
         check_same_backend("setitem", x, value)
@@ -451,9 +320,9 @@ def setitem(x: Tensor, key, value) -> None:
         value = value.to(x.dtype)
     else:
         value = as_scalar(value, "setitem")
-    if autograd.grad_enabled and (x._rg or (isinstance(value, Tensor) and value._rg)):
+    if graph.mode.enabled and (x._rg or (isinstance(value, Tensor) and value._rg)):
         old = Tensor._make(x._data, x._backend, x._node, x._rg)
-        inplace.commit(x, index_put(old, value, plan))
+        commit(x, index_put(old, value, plan))
         return
     data = value._data if isinstance(value, Tensor) else value
     b = x._backend
@@ -461,9 +330,24 @@ def setitem(x: Tensor, key, value) -> None:
     x._bump()
 
 
-declare("getitem", Spec("getitem", call="ndlite.testing.calls:getitem", tol=EXACT,
-                        params={"advanced": True}))
-declare("take", Spec("take", tol=EXACT, call="ndlite:index_select"))
+declare("getitem", Spec(samples.GETITEM, call=getitem_case, tol=EXACT,
+                        params={"advanced": True}), getitem)
+declare("take", Spec(samples.TAKE, tol=EXACT, call=index_select))
 
 
-from . import inplace  # noqa: E402  (inplace builds on this module)
+def fill_(x: Tensor, value) -> Tensor:
+    """Every element set to `value` (a number or a one-element tensor)."""
+    if isinstance(value, Tensor):
+        if value.numel() != 1:
+            raise ShapeError(f"fill_: value must have one element, got shape {value.shape}")
+        value = value.reshape(())
+    setitem(x, Ellipsis, value)
+    return x
+
+
+def copy_(x: Tensor, src) -> Tensor:
+    """x's values replaced by `src` (broadcast, cast, and moved from another backend)."""
+    if isinstance(src, Tensor) and src._backend is not x._backend:
+        src = src.to(x._backend)
+    setitem(x, Ellipsis, src)
+    return x

@@ -4,12 +4,15 @@ fully connected layer)."""
 
 from __future__ import annotations
 
-from .. import autograd
 from ..dtypes import promote
 from ..errors import DTypeError, ShapeError
+from ..graph import mode, record
 from ..tensor import Tensor
+from . import samples
 from .dispatch import broadcast_shapes, cast, check_same_backend, nary, unbroadcast
-from .registry import SCALED, Op, Spec, declare, register
+from .registry import SCALED, Op, Spec, declare, implements, register
+
+_make = Tensor._make
 
 
 def _mT(x: Tensor) -> Tensor:
@@ -34,7 +37,7 @@ def _result_shape(x_shape: tuple, y_shape: tuple) -> tuple:
 @register
 class Matmul(Op):
     name = "matmul"
-    spec = Spec("matmul", tol=SCALED, second_order=True)
+    spec = Spec(samples.MATMUL, tol=SCALED, second_order=True)
     save_inputs = True
 
     @staticmethod
@@ -80,6 +83,7 @@ def _operands(a, b, op: str):
     return a, b
 
 
+@implements(Matmul)
 def matmul(a: Tensor, b: Tensor) -> Tensor:
     """The matrix product with NumPy's rules: 1-D operands are vectors, more than 2 dims are
     batches of matrices whose batch dims broadcast.
@@ -100,9 +104,9 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
     backend = a._backend
     if backend is not b._backend:
         check_same_backend("matmul", a, b)
-    out = Tensor._make(Matmul.forward(backend, a._data, b._data), backend)
-    if (a._rg or b._rg) and autograd.grad_enabled:
-        autograd.record(Matmul, (a, b), out)
+    out = _make(Matmul.forward(backend, a._data, b._data), backend)
+    if (a._rg or b._rg) and mode.enabled:  # inline: the hot path of every layer
+        record(Matmul, (a, b), out)
     return out
 
 
@@ -135,7 +139,7 @@ def dot(a: Tensor, b: Tensor) -> Tensor:
 @register
 class Linear(Op):
     name = "linear"
-    spec = Spec("linear", call="ndlite.nn.functional:linear", tol=SCALED, second_order=True)
+    spec = Spec(samples.LINEAR, tol=SCALED, second_order=True)
     save_inputs = True
 
     @staticmethod
@@ -157,6 +161,7 @@ class Linear(Op):
         return tuple(grads)
 
 
+@implements(Linear)
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """x @ weight.T + bias, for x of shape (..., in_features) and weight (out, in).
 
@@ -183,6 +188,6 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     return nary(Linear, tensors)
 
 
-declare("mm", Spec("matmul", tol=SCALED, params={"ndim": (2, 2)}))
-declare("bmm", Spec("matmul", tol=SCALED, params={"ndim": (3, 3), "same_batch": True}))
-declare("dot", Spec("matmul", tol=SCALED, params={"ndim": (1, 1)}))
+declare("mm", Spec(samples.MATMUL, tol=SCALED, params={"ndim": (2, 2)}), mm)
+declare("bmm", Spec(samples.MATMUL, tol=SCALED, params={"ndim": (3, 3), "same_batch": True}), bmm)
+declare("dot", Spec(samples.MATMUL, tol=SCALED, params={"ndim": (1, 1)}), dot)

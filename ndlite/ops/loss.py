@@ -9,13 +9,16 @@ dispatched: a GPU would otherwise read out of bounds.
 
 from __future__ import annotations
 
-from .. import autograd
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
+from . import samples
 from .activation import log_softmax
-from .dispatch import check_same_backend
-from .elementwise import clamp, exp, log, maximum, where
+from .binary import clamp, maximum
+from .dispatch import broadcast_shapes, check_same_backend, nary
+from .elementwise import where
+from .gather import gather
 from .registry import TRANSCENDENTAL, Op, Spec, declare
+from .unary import exp, log
 
 REDUCTIONS = ("mean", "sum", "none")
 
@@ -77,10 +80,9 @@ def _check_labels(input: Tensor, target: Tensor, ignore_index: int, op: str) -> 
                              f"{classes} classes (input shape {input.shape}, ignore_index "
                              f"{ignore_index})")
 
-    from .. import cuda  # imports no CuPy
-
-    if not cuda.defer_host_check(target, check):  # a CUDA graph checks before each replay
-        check(target._backend.to_numpy(target._data))
+    # a backend recording a replayable graph (CUDA graphs) runs the check before each replay
+    if not target.backend.defer_host_check(target.buffer, check):
+        check(target.backend.to_numpy(target.buffer))
 
 
 def _check_weight(weight, classes: int, input: Tensor, op: str) -> None:
@@ -121,16 +123,10 @@ class NllLossGrad(Op):
 
 
 def _nll_apply(op, x: Tensor, params: dict) -> Tensor:
-    b = x._backend
-    out = Tensor._make(op.forward(b, x._data, **params), b)
-    if autograd.grad_enabled and x._rg:
-        autograd.record(op, (x,), out, params)
-    return out
+    return nary(op, [x], **params)
 
 
 def _nll(input: Tensor, target: Tensor, weight, ignore_index: int, reduction: str) -> Tensor:
-    from .indexing import gather
-
     if weight is None and input.ndim == 2:  # the common case: one fused backend call
         check_same_backend("nll_loss", input, target)
         params = {"target": target.long(), "ignore_index": ignore_index,
@@ -276,8 +272,6 @@ def _binary_weight(weight, input: Tensor, op: str):
     if weight is None:
         return None
     _float(weight, "weight", op)
-    from .dispatch import broadcast_shapes
-
     if broadcast_shapes(weight.shape, input.shape, op) != input.shape:
         raise ShapeError(f"{op}: weight of shape {weight.shape} does not broadcast to the "
                          f"input's shape {input.shape}")
@@ -345,14 +339,13 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
     return _reduce(loss, reduction)
 
 
-_F = "ndlite.nn.functional:"
-declare("nll_loss", Spec("nll_loss", call=_F + "nll_loss"))
-declare("cross_entropy", Spec("cross_entropy", call=_F + "cross_entropy", tol=TRANSCENDENTAL,
-                              second_order=True))
-declare("mse_loss", Spec("regression_loss", call=_F + "mse_loss", second_order=True))
-declare("l1_loss", Spec("regression_loss", call=_F + "l1_loss", kinks="pair"))
-declare("binary_cross_entropy", Spec("binary_loss", call=_F + "binary_cross_entropy",
-                                     tol=TRANSCENDENTAL, domain=(0.05, 0.95)))
+declare("nll_loss", Spec(samples.NLL_LOSS), nll_loss)
+declare("cross_entropy", Spec(samples.CROSS_ENTROPY, tol=TRANSCENDENTAL,
+                              second_order=True), cross_entropy)
+declare("mse_loss", Spec(samples.REGRESSION_LOSS, second_order=True), mse_loss)
+declare("l1_loss", Spec(samples.REGRESSION_LOSS, kinks="pair"), l1_loss)
+declare("binary_cross_entropy",
+        Spec(samples.BINARY_LOSS, tol=TRANSCENDENTAL, domain=(0.05, 0.95)), binary_cross_entropy)
 declare("binary_cross_entropy_with_logits",
-        Spec("binary_loss", call=_F + "binary_cross_entropy_with_logits", tol=TRANSCENDENTAL,
-             second_order=True, params={"logits": True}))
+        Spec(samples.BINARY_LOSS, tol=TRANSCENDENTAL,
+             second_order=True, params={"logits": True}), binary_cross_entropy_with_logits)

@@ -12,11 +12,12 @@ from __future__ import annotations
 import numbers
 from math import prod
 
-from ..dtypes import promote
 from ..errors import ShapeError
 from ..tensor import Tensor, _dim
-from .dispatch import cast, nary, unary, unbroadcast
-from .registry import EXACT, Op, Spec, declare, register
+from . import samples
+from .calls import getitem_case, slice_grad_case
+from .dispatch import unary, unbroadcast
+from .registry import EXACT, Op, Spec, declare, implements, register
 
 
 def share_version(out: Tensor, base: Tensor) -> Tensor:
@@ -46,7 +47,7 @@ def _sizes(args, op: str) -> tuple:
 @register
 class Reshape(Op):
     name = "reshape"
-    spec = Spec("reshape", tol=EXACT)
+    spec = Spec(samples.RESHAPE, tol=EXACT)
 
     @staticmethod
     def forward(b, x, shape):
@@ -77,6 +78,7 @@ def _infer_shape(shape: tuple, numel: int, source: tuple, op: str) -> tuple:
     return shape
 
 
+@implements(Reshape)
 def reshape(x: Tensor, *shape) -> Tensor:
     """The same values in a new shape; one size may be -1 (inferred). A view when possible.
 
@@ -138,7 +140,7 @@ def unsqueeze(x: Tensor, dim: int) -> Tensor:
 @register
 class Permute(Op):
     name = "permute"
-    spec = Spec("permute", tol=EXACT)
+    spec = Spec(samples.PERMUTE, tol=EXACT)
 
     @staticmethod
     def forward(b, x, axes):
@@ -150,6 +152,7 @@ class Permute(Op):
         return permute(grad, tuple(sorted(range(len(axes)), key=axes.__getitem__)))
 
 
+@implements(Permute)
 def permute(x: Tensor, *dims) -> Tensor:
     """Dims reordered: output dim i is input dim dims[i]."""
     dims = _sizes(dims, "permute")
@@ -186,7 +189,7 @@ def matrix_transpose(x: Tensor) -> Tensor:
 @register
 class Expand(Op):
     name = "expand"
-    spec = Spec("expand", call="ndlite:Tensor.expand", tol=EXACT)
+    spec = Spec(samples.EXPAND, tol=EXACT)
 
     @staticmethod
     def forward(b, x, shape):
@@ -197,6 +200,7 @@ class Expand(Op):
         return unbroadcast(grad, node.shapes[0])
 
 
+@implements(Expand)
 def expand(x: Tensor, *sizes) -> Tensor:
     """A broadcast view: size-1 dims repeated to `sizes` (-1 keeps a size); new dims lead."""
     sizes = _sizes(sizes, "expand")
@@ -233,176 +237,49 @@ def expand_as(x: Tensor, other: Tensor) -> Tensor:
     return expand(x, other.shape)
 
 
-# ---- concatenate and split -------------------------------------------------------------------
-
-
-def _promote_all(tensors, op: str):
-    if not tensors:
-        raise ValueError(f"{op}: expected a non-empty sequence of tensors")
-    for t in tensors:
-        if not isinstance(t, Tensor):
-            raise TypeError(f"{op}: expected tensors, got {type(t).__name__}")
-    dtype = tensors[0].dtype
-    for t in tensors[1:]:
-        dtype = promote(dtype, t.dtype)
-    return [cast(t, dtype) for t in tensors]
+# ---- basic slicing (views through the backend's `slice`) -------------------------------------
 
 
 @register
-class Cat(Op):
-    name = "cat"
-    spec = Spec("cat", tol=EXACT)
+class Slice(Op):
+    name = "slice"
+    spec = Spec(samples.GETITEM, call=getitem_case, tol=EXACT,
+                params={"advanced": False})
 
     @staticmethod
-    def forward(b, *xs, axis):
-        return b.concatenate(xs, axis)
+    def forward(b, x, key):
+        return b.slice(x, key)
 
     @staticmethod
     def backward(node, grad):
-        axis = node.params["axis"]
-        grads, start = [], 0
-        for shape, target in zip(node.shapes, node.next):
-            n = shape[axis]
-            grads.append(narrow(grad, axis, start, n) if target is not None else None)
-            start += n
-        return tuple(grads)
-
-
-def cat(tensors, dim: int = 0) -> Tensor:
-    """Tensors joined along an existing dim; all other sizes must match.
-
-    >>> import ndlite
-    >>> ndlite.cat([ndlite.zeros(2, 3), ndlite.ones(1, 3)]).shape
-    (3, 3)
-    """
-    tensors = _promote_all(list(tensors), "cat")
-    first = tensors[0]
-    if first.ndim == 0:
-        raise ShapeError("cat: zero-dimensional tensors cannot be concatenated; use stack")
-    axis = _dim(dim, first.ndim, "cat")
-    for t in tensors[1:]:
-        if t.ndim != first.ndim or any(a != b for i, (a, b) in enumerate(zip(t.shape, first.shape))
-                                       if i != axis):
-            raise ShapeError(f"cat: shapes {first.shape} and {t.shape} differ outside dim {dim}")
-    return nary(Cat, tensors, axis=axis)
-
-
-concatenate = cat
-
-
-def stack(tensors, dim: int = 0) -> Tensor:
-    """Tensors of one shape joined along a new dim."""
-    tensors = list(tensors)
-    if not tensors:
-        raise ValueError("stack: expected a non-empty sequence of tensors")
-    shape = tensors[0].shape
-    for t in tensors[1:]:
-        if t.shape != shape:
-            raise ShapeError(f"stack: all tensors must have one shape, got {shape} and {t.shape}")
-    d = _dim(dim, len(shape) + 1, "stack")
-    return cat([unsqueeze(t, d) for t in tensors], d)
-
-
-def split(x: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
-    """Views of consecutive pieces along `dim`: of one size (the last may be smaller), or of
-    the sizes in a list."""
-    axis = _dim(dim, x.ndim, "split")
-    n = x.shape[axis]
-    if isinstance(split_size_or_sections, int):
-        size = split_size_or_sections
-        if size <= 0:
-            raise ShapeError(f"split: split size must be positive, got {size}")
-        sizes = [min(size, n - s) for s in range(0, n, size)] or [0]
-    else:
-        sizes = list(split_size_or_sections)
-        if sum(sizes) != n or any(s < 0 for s in sizes):
-            raise ShapeError(f"split: sizes {sizes} do not add up to {n}, the size of dim {dim} "
-                             f"of shape {x.shape}")
-    out, start = [], 0
-    for s in sizes:
-        out.append(narrow(x, axis, start, s))
-        start += s
-    return tuple(out)
-
-
-def chunk(x: Tensor, chunks: int, dim: int = 0) -> tuple:
-    """At most `chunks` views of (nearly) equal size along `dim`."""
-    if chunks <= 0:
-        raise ShapeError(f"chunk: chunks must be positive, got {chunks}")
-    n = x.shape[_dim(dim, x.ndim, "chunk")]
-    return split(x, max(-(-n // chunks), 1), dim)
-
-
-def narrow(x: Tensor, dim: int, start: int, length: int) -> Tensor:
-    """The view x[..., start:start+length, ...] along `dim`."""
-    axis = _dim(dim, x.ndim, "narrow")
-    n = x.shape[axis]
-    if start < 0:
-        start += n
-    if not (0 <= start <= n and 0 <= length and start + length <= n):
-        raise ShapeError(f"narrow: start {start} and length {length} are out of range for dim "
-                         f"{dim} of size {n}")
-    key = tuple(slice(start, start + length, 1) if i == axis else slice(0, m, 1)
-                for i, m in enumerate(x.shape))
-    return indexing.basic_slice(x, key)
-
-
-# ---- pad --------------------------------------------------------------------------------------
+        return unary(SliceGrad, grad, key=node.params["key"], shape=node.shapes[0])
 
 
 @register
-class Pad(Op):
-    name = "pad"
-    spec = Spec("pad", tol=EXACT)
+class SliceGrad(Op):
+    """The adjoint of a slice: zeros of the input's shape with the gradient written in."""
+
+    name = "slice_grad"
+    spec = Spec(samples.GETITEM, call=slice_grad_case, tol=EXACT,
+                params={"advanced": False})
 
     @staticmethod
-    def forward(b, x, widths, value):
-        return b.pad(x, widths, value)
+    def forward(b, grad, key, shape):
+        out = b.full(shape, 0, grad.dtype)
+        b.assign(b.slice(out, key), grad)
+        return out
 
     @staticmethod
     def backward(node, grad):
-        key = tuple(slice(lo, lo + n, 1) for (lo, _), n in zip(node.params["widths"],
-                                                             node.shapes[0]))
-        return indexing.basic_slice(grad, key)
+        return basic_slice(grad, node.params["key"])
 
 
-def pad(x: Tensor, pad, mode: str = "constant", value=0.0) -> Tensor:
-    """Constant padding, PyTorch order: `pad` = (left, right) for the last dim, then
-    (top, bottom) for the one before, ... Negative widths crop.
-
-    >>> import ndlite
-    >>> ndlite.pad(ndlite.ones(2, 2), (1, 1)).shape
-    (2, 4)
-    """
-    if mode != "constant":
-        raise ValueError(f"pad: mode {mode!r} is not supported; ndlite pads with a constant")
-    pad = tuple(pad)
-    if len(pad) % 2 or len(pad) // 2 > x.ndim:
-        raise ShapeError(f"pad: padding {pad} must have an even length of at most 2 * {x.ndim} "
-                         f"for shape {x.shape}")
-    widths = [(0, 0)] * x.ndim
-    for i in range(len(pad) // 2):
-        widths[x.ndim - 1 - i] = (pad[2 * i], pad[2 * i + 1])
-    crop = any(lo < 0 or hi < 0 for lo, hi in widths)
-    for (lo, hi), n in zip(widths, x.shape):
-        if n + lo + hi < 0:
-            raise ShapeError(f"pad: padding {pad} makes a negative size for shape {x.shape}")
-    out = unary(Pad, x, widths=tuple((max(lo, 0), max(hi, 0)) for lo, hi in widths),
-                value=value)
-    if crop:
-        out = indexing.basic_slice(out, tuple(
-            slice(-min(lo, 0), m + min(hi, 0), 1)
-            for (lo, hi), m in zip(widths, out.shape)))
-    return out
+def basic_slice(x: Tensor, key: tuple) -> Tensor:
+    """A view for a normalized basic key (see `Backend.slice`)."""
+    return share_version(unary(Slice, x, key=key), x)
 
 
-declare("squeeze", Spec("squeeze", tol=EXACT))
-declare("unsqueeze", Spec("unsqueeze", tol=EXACT))
-declare("flatten", Spec("flatten", tol=EXACT))
-declare("transpose", Spec("transpose", tol=EXACT))
-declare("stack", Spec("cat", tol=EXACT, params={"same_shape": True}))
-declare("split", Spec("split", tol=EXACT))
-declare("chunk", Spec("split", tol=EXACT, params={"chunks": True}))
-
-
-from . import indexing  # noqa: E402  (indexing builds on this module)
+declare("squeeze", Spec(samples.SQUEEZE, tol=EXACT), squeeze)
+declare("unsqueeze", Spec(samples.UNSQUEEZE, tol=EXACT), unsqueeze)
+declare("flatten", Spec(samples.FLATTEN, tol=EXACT), flatten)
+declare("transpose", Spec(samples.TRANSPOSE, tol=EXACT), transpose)

@@ -13,12 +13,15 @@ from functools import lru_cache
 
 import numpy as np
 
-from .. import autograd
+from ..creation import tensor
 from ..device.fallbacks import empty_windows, pool_output_size
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
+from . import samples
 from .conv import pair, positive
-from .registry import EXACT, SCALED, Op, Spec, declare, register
+from .dispatch import apply, nary
+from .gather import gather
+from .registry import EXACT, SCALED, Op, Spec, declare, implements, register
 
 
 def _check_input(x: Tensor, op: str) -> None:
@@ -79,7 +82,7 @@ def _unbatched(fn, x, *args, **kwargs):
 @register
 class MaxPool2d(Op):
     name = "max_pool2d"
-    spec = Spec("pool2d", call="ndlite.nn.functional:max_pool2d", tol=EXACT, kinks="distinct",
+    spec = Spec(samples.POOL2D, tol=EXACT, kinks="distinct",
                 second_order=True, params={"kind": "max"})
 
     @staticmethod
@@ -98,7 +101,7 @@ class MaxPool2dGrad(Op):
     """The gradient of max pooling: grad_output sent to the saved argmax positions."""
 
     name = "max_pool2d_grad"
-    spec = Spec("pool2d", call="ndlite.ops.pool:max_pool2d_grad", tol=SCALED,
+    spec = Spec(samples.POOL2D, tol=SCALED,
                 params={"kind": "max_grad"})
 
     @staticmethod
@@ -109,8 +112,6 @@ class MaxPool2dGrad(Op):
 
     @staticmethod
     def backward(node, grad):
-        from .indexing import gather
-
         n, c, h, w = node.params["input_shape"]
         indices = node.params["indices"]
         oh, ow = indices.shape[2], indices.shape[3]
@@ -121,13 +122,10 @@ class MaxPool2dGrad(Op):
 def _max_pool_grad(grad: Tensor, indices: Tensor, input_shape: tuple, p: dict) -> Tensor:
     params = {k: p[k] for k in ("kernel_size", "stride", "padding", "dilation", "ceil_mode")}
     params.update(indices=indices, input_shape=tuple(input_shape))
-    b = grad._backend
-    out = Tensor._make(MaxPool2dGrad.forward(b, grad._data, **params), b)
-    if autograd.grad_enabled and grad._rg:
-        autograd.record(MaxPool2dGrad, (grad,), out, params)
-    return out
+    return nary(MaxPool2dGrad, [grad], **params)
 
 
+@implements(MaxPool2dGrad)
 def max_pool2d_grad(grad_output: Tensor, indices: Tensor, input_shape: tuple, kernel_size,
                     stride=None, padding=0, dilation=1, ceil_mode: bool = False) -> Tensor:
     """The gradient of max pooling for an input of `input_shape`, given the output's gradient
@@ -142,6 +140,7 @@ def max_pool2d_grad(grad_output: Tensor, indices: Tensor, input_shape: tuple, ke
     return _max_pool_grad(grad_output, indices.long(), input_shape, p)
 
 
+@implements(MaxPool2d)
 def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
                ceil_mode: bool = False, return_indices: bool = False):
     """Max over each window of input (N, C, H, W) or (C, H, W); with `return_indices`, also
@@ -160,10 +159,8 @@ def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
     b = input._backend
     values, indices = b.max_pool2d(input._data, p["kernel_size"], p["stride"], p["padding"],
                                    p["dilation"], p["ceil_mode"])
-    out = Tensor._make(values, b)
     index = Tensor._make(indices, b)
-    if input._rg and autograd.grad_enabled:
-        autograd.record(MaxPool2d, (input,), out, {**p, "indices": index})
+    out = apply(MaxPool2d, (input,), values, b, {**p, "indices": index})
     return (out, index) if return_indices else out
 
 
@@ -178,7 +175,7 @@ def _avg_args(p: dict) -> tuple:
 @register
 class AvgPool2d(Op):
     name = "avg_pool2d"
-    spec = Spec("pool2d", call="ndlite.nn.functional:avg_pool2d", tol=SCALED,
+    spec = Spec(samples.POOL2D, tol=SCALED,
                 second_order=True, params={"kind": "avg"})
 
     @staticmethod
@@ -195,7 +192,7 @@ class AvgPool2dGrad(Op):
     """The adjoint of average pooling (its gradient); average pooling is the adjoint back."""
 
     name = "avg_pool2d_grad"
-    spec = Spec("pool2d", call="ndlite.ops.pool:avg_pool2d_grad", tol=SCALED,
+    spec = Spec(samples.POOL2D, tol=SCALED,
                 params={"kind": "avg_grad"})
 
     @staticmethod
@@ -209,13 +206,10 @@ class AvgPool2dGrad(Op):
 
 
 def _unary(op, x: Tensor, params: dict) -> Tensor:
-    b = x._backend
-    out = Tensor._make(op.forward(b, x._data, **params), b)
-    if autograd.grad_enabled and x._rg:
-        autograd.record(op, (x,), out, params)
-    return out
+    return nary(op, [x], **params)
 
 
+@implements(AvgPool2dGrad)
 def avg_pool2d_grad(grad_output: Tensor, input_shape: tuple, kernel_size, stride=None,
                     padding=0, ceil_mode: bool = False, count_include_pad: bool = True) -> Tensor:
     """The gradient of average pooling for an input of `input_shape` (the adjoint of
@@ -228,6 +222,7 @@ def avg_pool2d_grad(grad_output: Tensor, input_shape: tuple, kernel_size, stride
     return _unary(AvgPool2dGrad, grad_output, p)
 
 
+@implements(AvgPool2d)
 def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
                count_include_pad: bool = True, divisor_override=None) -> Tensor:
     """Mean over each window of input (N, C, H, W) or (C, H, W). With `count_include_pad` the
@@ -270,8 +265,6 @@ def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
     >>> ndlite.nn.functional.adaptive_avg_pool2d(ndlite.ones(2, 3, 7, 5), 1).shape
     (2, 3, 1, 1)
     """
-    from ..creation import tensor
-
     if input.ndim not in (3, 4):
         raise ShapeError(f"adaptive_avg_pool2d: expected a 3-D or 4-D input, got shape "
                          f"{input.shape}")
@@ -289,5 +282,4 @@ def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
     return rows @ input @ cols
 
 
-declare("adaptive_avg_pool2d", Spec("adaptive_pool2d",
-                                    call="ndlite.nn.functional:adaptive_avg_pool2d"))
+declare("adaptive_avg_pool2d", Spec(samples.ADAPTIVE_POOL2D), adaptive_avg_pool2d)

@@ -10,12 +10,16 @@ from __future__ import annotations
 import builtins
 from collections import namedtuple
 
-from .. import autograd, creation
+from .. import creation, graph
 from ..dtypes import bool_, int64
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor, _dim
+from . import samples
+from .binary import maximum, minimum
 from .dispatch import unary
-from .registry import EXACT, TRANSCENDENTAL, Op, Spec, declare, register
+from .elementwise import where
+from .gather import scatter_add
+from .registry import EXACT, TRANSCENDENTAL, Op, Spec, declare, implements, register
 
 MaxResult = namedtuple("max", ["values", "indices"])
 MinResult = namedtuple("min", ["values", "indices"])
@@ -51,7 +55,7 @@ def _expand_back(grad: Tensor, node) -> Tensor:
 @register
 class Sum(Op):
     name = "sum"
-    spec = Spec("reduce", second_order=True)
+    spec = Spec(samples.REDUCE, second_order=True)
 
     @staticmethod
     def forward(b, x, axes, keepdims):
@@ -62,6 +66,7 @@ class Sum(Op):
         return _expand_back(grad, node)
 
 
+@implements(Sum)
 def sum(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:  # noqa: A001
     """Sum over `dim` (all dims by default). Integer and bool tensors sum to int64.
 
@@ -79,8 +84,8 @@ def sum(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:  # no
     keepdim = keepdim is True or bool(keepdim)
     backend = x._backend
     out = Tensor._make(Sum.forward(backend, x._data, axes, keepdim), backend)
-    if x._rg and autograd.grad_enabled:
-        autograd.record(Sum, (x,), out, {"axes": axes, "keepdims": keepdim})
+    if x._rg and graph.mode.enabled:
+        graph.record(Sum, (x,), out, {"axes": axes, "keepdims": keepdim})
     return out
 
 
@@ -130,7 +135,7 @@ def _extremum_backward(node, grad, pick):
     flat = x.detach().permute(order).reshape(lead + (size,))
     index = pick(flat, dim=-1, keepdim=True)
     g = grad.reshape(lead + (1,))
-    gx = indexing.scatter_add(index, g, dim=len(lead), size=size)
+    gx = scatter_add(index, g, dim=len(lead), size=size)
     inverse = [order.index(d) for d in range(len(shape))]
     return gx.reshape(lead + tuple(shape[d] for d in axes)).permute(inverse)
 
@@ -143,7 +148,7 @@ def _check_nonempty(x: Tensor, axes: tuple, op: str) -> None:
 @register
 class Amax(Op):
     name = "amax"
-    spec = Spec("reduce", tol=EXACT, kinks="distinct")
+    spec = Spec(samples.REDUCE, tol=EXACT, kinks="distinct")
     save_inputs = True
 
     @staticmethod
@@ -158,7 +163,7 @@ class Amax(Op):
 @register
 class Amin(Op):
     name = "amin"
-    spec = Spec("reduce", tol=EXACT, kinks="distinct")
+    spec = Spec(samples.REDUCE, tol=EXACT, kinks="distinct")
     save_inputs = True
 
     @staticmethod
@@ -170,6 +175,7 @@ class Amin(Op):
         return _extremum_backward(node, grad, argmin)
 
 
+@implements(Amax)
 def amax(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     """Maximum over `dim` (an int or tuple; all dims by default)."""
     axes = axes_of(dim, x.ndim, "amax")
@@ -177,6 +183,7 @@ def amax(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     return unary(Amax, x, axes=axes, keepdims=bool(keepdim))
 
 
+@implements(Amin)
 def amin(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     """Minimum over `dim` (an int or tuple; all dims by default)."""
     axes = axes_of(dim, x.ndim, "amin")
@@ -194,7 +201,7 @@ def max(x: Tensor, dim=None, keepdim: bool = False):  # noqa: A001 - torch.max
     ([5.0, 7.0], [1, 0])
     """
     if isinstance(dim, Tensor):
-        return elementwise.maximum(x, dim)
+        return maximum(x, dim)
     if dim is None:
         return amax(x)
     return MaxResult(amax(x, dim, keepdim), argmax(x, dim, keepdim))
@@ -203,7 +210,7 @@ def max(x: Tensor, dim=None, keepdim: bool = False):  # noqa: A001 - torch.max
 def min(x: Tensor, dim=None, keepdim: bool = False):  # noqa: A001 - torch.min
     """`x.min()`, `x.min(dim)` -> (values, indices), or `ndlite.min(a, b)` elementwise."""
     if isinstance(dim, Tensor):
-        return elementwise.minimum(x, dim)
+        return minimum(x, dim)
     if dim is None:
         return amin(x)
     return MinResult(amin(x, dim, keepdim), argmin(x, dim, keepdim))
@@ -247,7 +254,7 @@ def logsumexp(x: Tensor, dim, keepdim: bool = False) -> Tensor:
     axes = axes_of(dim, x.ndim, "logsumexp")
     _check_nonempty(x, axes, "logsumexp")
     shift = amax(x.detach(), axes, keepdim=True)
-    shift = elementwise.where(shift.abs() < float("inf"), shift, 0.0)  # an all -inf row stays -inf
+    shift = where(shift.abs() < float("inf"), shift, 0.0)  # an all -inf row stays -inf
     out = (x - shift).exp().sum(axes, keepdim=True).log() + shift
     if not keepdim:
         out = out.reshape(tuple(n for i, n in enumerate(x.shape) if i not in axes))
@@ -276,12 +283,12 @@ def any(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001
     return Tensor._make(x._backend.max(b._data, axes, bool(keepdim)), x._backend)
 
 
-declare("mean", Spec("reduce", second_order=True))
-declare("var", Spec("reduce", tol=TRANSCENDENTAL, params={"min_count": 2}))
-declare("std", Spec("reduce", tol=TRANSCENDENTAL, kinks="distinct", params={"min_count": 2}))
-declare("logsumexp", Spec("reduce", tol=TRANSCENDENTAL, params={"dim_required": True}))
-declare("argmax", Spec("reduce", tol=EXACT, grad=False, params={"single_dim": True}))
-declare("argmin", Spec("reduce", tol=EXACT, grad=False, params={"single_dim": True}))
+declare("mean", Spec(samples.REDUCE, second_order=True), mean)
+declare("var", Spec(samples.REDUCE, tol=TRANSCENDENTAL, params={"min_count": 2}), var)
+declare("std", Spec(samples.REDUCE, tol=TRANSCENDENTAL, kinks="distinct",
+                   params={"min_count": 2}), std)
+declare("logsumexp", Spec(samples.REDUCE, tol=TRANSCENDENTAL, params={"dim_required": True}),
+        logsumexp)
+declare("argmax", Spec(samples.REDUCE, tol=EXACT, grad=False, params={"single_dim": True}), argmax)
+declare("argmin", Spec(samples.REDUCE, tol=EXACT, grad=False, params={"single_dim": True}), argmin)
 
-
-from . import elementwise, indexing  # noqa: E402  (they build on this module)

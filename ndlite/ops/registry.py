@@ -1,21 +1,26 @@
 """The op registry: every differentiable op declared once, with the spec that tests it.
 
-An op is a class with
+An op is an `Op` subclass with
 - `forward(backend, *buffers, **params)`: the result buffer, computed with backend primitives;
 - `backward(node, grad)`: one gradient per input (or None), written in Tensor ops, so
   gradients of gradients come for free;
 - `save_inputs` / `save_output`: what backward reads (`node.saved`, `node.output()`);
-- `spec`: how the conformance kit and the gradchecks draw inputs for it and judge results.
+- `spec`: how the conformance kit and the gradchecks draw inputs for it and judge results;
+- `function`: the public function that applies it (set by `@implements(Op)` or by `define`).
 
-`@register` puts the class into `OPS`; the tests, the conformance kit and `docs/ops.md` are
-all generated from that table.
+Families of simple ops are declared in one line each with `define(name, forward, backward,
+...)`; ops that need more keep a small class with `@register`. `OPS` is the table the tests,
+the conformance kit and `docs/ops.md` are generated from.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from .samples import Sampler
 
 #: tolerance classes (DESIGN.md, "Tolerance policy")
 SCALED = "scaled"  # contractions and arithmetic: |y - r| <= 8 eps S, S = the op on |inputs|
@@ -27,8 +32,9 @@ TRANSCENDENTAL = "transcendental"  # exp, log, tanh, ...: rtol 1e-5, atol 1e-6 (
 class Spec:
     """How to test an op.
 
-    sample:  name of a sampler in `ndlite.testing.samplers` that draws valid inputs and params
-    call:    the public function to test, as "module:attribute" (default "ndlite:<op name>")
+    sample:  the kind of input to draw (an object of ndlite.ops.samples)
+    call:    the function to test, if not the op's own public function (adapters for ops
+             whose arguments are not plain tensors)
     tol:     SCALED, EXACT or TRANSCENDENTAL
     domain:  range of float input values
     kinks:   how gradchecks keep inputs away from non-differentiable points: None, "zero"
@@ -42,8 +48,8 @@ class Spec:
     params:  fixed extra arguments for the sampler
     """
 
-    sample: str
-    call: str | None = None
+    sample: Sampler
+    call: Callable | None = None
     tol: str = SCALED
     domain: tuple = (-2.0, 2.0)
     kinks: str | None = None
@@ -68,6 +74,8 @@ class Op:
     #: None (promote inputs), "float" (integers compute in float32), "no_bool" (bool is an
     #: error), "integral" (float is an error)
     dtype_rule: str | None = None
+    #: the public function that applies this op (what the spec tests by default)
+    function: Callable | None = None
 
     @staticmethod
     def forward(backend, *buffers, **params) -> Any:
@@ -89,19 +97,45 @@ def register(op: type[Op]) -> type[Op]:
     return op
 
 
-def declare(name: str, spec: Spec) -> type[Op]:
+def implements(op: type[Op]):
+    """Decorator for the public function of `op`: the function the kit tests by default."""
+
+    def deco(fn: Callable) -> Callable:
+        op.function = fn
+        return fn
+
+    return deco
+
+
+def define(name: str, forward: Callable | None, backward: Callable | None = None, *,
+           spec: Spec | None, save: str = "", dtype_rule: str | None = None,
+           differentiable: bool = True) -> type[Op]:
+    """Declare and register an op from its two functions: `forward(backend, *buffers,
+    **params)` and `backward(node, grad)`. `save` names what backward reads: "inputs",
+    "output" or "inputs+output"."""
+    body = {"name": name, "spec": spec, "dtype_rule": dtype_rule,
+            "__module__": sys._getframe(1).f_globals["__name__"],  # where it is declared
+            "differentiable": differentiable and backward is not None,
+            "save_inputs": "inputs" in save, "save_output": "output" in save,
+            "forward": staticmethod(forward)}
+    if backward is not None:
+        body["backward"] = staticmethod(backward)
+    title = "".join(part.capitalize() for part in name.split("_"))
+    return register(type(title, (Op,), body))
+
+
+def declare(name: str, spec: Spec, function: Callable | None = None) -> type[Op]:
     """Register a function composed from other ops (mean, var, ...) so the kit tests it too;
     its gradient comes from the ops it is made of."""
-    return register(type(name, (Op,), {"name": name, "spec": spec, "composite": True}))
+    return register(type(name, (Op,), {"name": name, "spec": spec, "composite": True,
+                                       "function": function}))
 
 
 def resolve(op: type[Op]) -> Callable:
     """The public function that the spec of `op` tests."""
-    import importlib
-
-    target = (op.spec.call if op.spec and op.spec.call else None) or f"ndlite:{op.name}"
-    module, _, attr = target.partition(":")
-    obj = importlib.import_module(module)
-    for part in attr.split("."):
-        obj = getattr(obj, part)
-    return obj
+    if op.spec is not None and op.spec.call is not None:
+        return op.spec.call
+    if op.function is None:
+        raise LookupError(f"op {op.name!r} has no public function: decorate it with "
+                          f"@implements({op.__name__}) or give its spec a call=")
+    return op.function

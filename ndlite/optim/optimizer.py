@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numbers
 
-from .. import autograd
+from .. import graph
+from ..creation import tensor
 from ..errors import DTypeError
 from ..tensor import Tensor
 
@@ -58,22 +59,22 @@ class Optimizer:
                 if set_to_none:
                     p.grad = None
                 elif p.grad is not None:
-                    p.grad = Tensor._make(p._backend.full(p.shape, 0, p.dtype), p._backend)
+                    p.grad = Tensor._make(p.backend.full(p.shape, 0, p.dtype), p.backend)
 
     def step(self, closure=None):
         """One update of every parameter that has a gradient; returns closure() if given."""
         loss = None
         if closure is not None:
-            with autograd.enable_grad():
+            with graph.enable_grad():
                 loss = closure()
-        with autograd.no_grad():
+        with graph.no_grad():
             for group in self.param_groups:
                 for p in group["params"]:
                     if p.grad is None:
                         continue
                     grad = p.grad
-                    if grad._backend is not p._backend or grad.dtype != p.dtype:
-                        grad = grad.to(p._backend, p.dtype)
+                    if grad.backend is not p.backend or grad.dtype != p.dtype:
+                        grad = grad.to(p.backend, p.dtype)
                     self.update(p, grad, self.state.setdefault(id(p), {}), group)
                     p._bump()
         return loss
@@ -86,8 +87,8 @@ class Optimizer:
         """The state tensor `name`, created as zeros like `like` on first use."""
         t = state.get(name)
         if t is None:
-            t = state[name] = Tensor._make(like._backend.full(like.shape, 0, like.dtype),
-                                           like._backend)
+            t = state[name] = Tensor._make(like.backend.full(like.shape, 0, like.dtype),
+                                           like.backend)
         return t
 
     # ---- state dicts -------------------------------------------------------------------------
@@ -141,8 +142,6 @@ class Optimizer:
 
 
 def _as_state_tensor(value, like: Tensor) -> Tensor:
-    from ..creation import tensor
-
     if isinstance(value, Tensor):
-        return value.detach().to(like._backend, like.dtype).clone()
-    return tensor(value, dtype=like.dtype, backend=like._backend)
+        return value.detach().to(like.backend, like.dtype).clone()
+    return tensor(value, dtype=like.dtype, backend=like.backend)

@@ -170,6 +170,19 @@ def _bitwise(first: Run, second: Run) -> Verdict:
     return Verdict(True, 0.0)
 
 
+def _scale_runs(fn, case: Case, cots, grad) -> tuple:
+    """S and R of the tolerance policy: the op replayed on magnitudes (the reference's own
+    decisions, recorded first) and on the rounding-count backend, in float64."""
+    float64, cots64 = _cast_floats(case.inputs, np.float64), _cast_floats(cots, np.float64)
+    recorder, magnitudes = recording_backend(), magnitude_backend()
+    recorder.tape = []
+    execute(fn, case, float64, recorder, grad, cots=cots64)
+    magnitudes.replay(recorder.tape)  # the reference's decisions, on magnitudes
+    magnitude, _ = execute(fn, case, float64, magnitudes, grad, cots=cots64)
+    counts, _ = execute(fn, case, float64, rounding_backend(), grad, cots=cots64)
+    return magnitude, counts
+
+
 def compare(op, case: Case, backend, dtype, seed: int = 0, determinism: bool = True,
             order: int = 1) -> Outcome:
     """Judge `op` (a registry op or its name) on `backend` for one drawn `case`.
@@ -206,14 +219,8 @@ def compare(op, case: Case, backend, dtype, seed: int = 0, determinism: bool = T
         return outcome
 
     magnitude = counts = None
-    if grad or tol != EXACT:  # S and R: the magnitude and rounding-count runs
-        float64, cots64 = _cast_floats(case.inputs, np.float64), _cast_floats(cots, np.float64)
-        recorder, magnitudes = recording_backend(), magnitude_backend()
-        recorder.tape = []
-        execute(fn, case, float64, recorder, grad, cots=cots64)
-        magnitudes.replay(recorder.tape)  # the reference's decisions, on magnitudes
-        magnitude, _ = execute(fn, case, float64, magnitudes, grad, cots=cots64)
-        counts, _ = execute(fn, case, float64, rounding_backend(), grad, cots=cots64)
+    if grad or tol != EXACT:
+        magnitude, counts = _scale_runs(fn, case, cots, grad)
 
     for k, (a, r) in enumerate(zip(actual.outputs, reference.outputs, strict=False)):
         what = "value" if len(actual.outputs) == 1 else f"value[{k}]"

@@ -143,88 +143,91 @@ def _larger(a, b, chosen):
     return np.where(finite, larger, chosen).astype(np.asarray(chosen).dtype)
 
 
+class _Magnitudes:
+    """The magnitude backend's behaviour, mixed over the reference's class."""
+
+    kind = name = "magnitude"
+
+    def __init__(self):
+        super().__init__()
+        self.tape: list = []
+        self.in_step = False  # decisions come from a tape that matches this run
+        # the reference binds its elementwise primitives per instance; rebind ours
+        self.add = _binary(self.add, np.add)
+        self.sub = _binary(self.sub, np.add)
+        self.mul = _binary(self.mul, np.multiply)
+        self.div = self._divided(_binary(self.div, np.true_divide))
+        self.pow = _binary(self.pow, np.power)
+        self.neg = _unary(self.neg, lambda x: x)
+        self.log = _unary(self.log, lambda x: np.abs(np.log(x)))
+        for name in DECISIONS:
+            setattr(self, name, self._replayed(name, getattr(self, name)))
+        for name in ("maximum", "minimum"):
+            setattr(self, name, self._chosen(name, getattr(self, name)))
+        _use_fallbacks(self)
+
+    def replay(self, tape: list) -> None:
+        """Take decisions from `tape` (a recording of the same computation on values)."""
+        self.tape = list(reversed(tape))
+        self.in_step = True
+
+    def _next(self, name, shape):
+        if self.tape and self.tape[-1][0] == name and self.tape[-1][1].shape == shape:
+            return self.tape.pop()[1]
+        self.tape, self.in_step = [], False  # out of step: decide on magnitudes
+        return None
+
+    def _replayed(self, name, primitive):
+        def call(*args):
+            out = primitive(*args)
+            recorded = self._next(name, np.shape(out))
+            return out if recorded is None else recorded.astype(out.dtype)
+
+        return call
+
+    def _divided(self, on_magnitudes):
+        def div(a, b):
+            if not (_is_float(a) or _is_float(b)):
+                return on_magnitudes(a, b)
+            denominator = self._next("div", np.shape(b))
+            if denominator is None:
+                return on_magnitudes(a, b)
+            with np.errstate(all="ignore"):  # the terms of a over the true denominator
+                return np.asarray(np.true_divide(_mag(a), np.abs(denominator)))
+
+        return div
+
+    def _chosen(self, name, primitive):
+        def call(a, b):
+            if not (_is_float(a) or _is_float(b)):
+                return primitive(a, b)
+            chosen = np.asarray(primitive(a, b))
+            first = self._next(name, chosen.shape)
+            if first is None:
+                return _larger(a, b, chosen)
+            return np.asarray(np.where(first, a, b)).astype(chosen.dtype)
+
+        return call
+
+    def from_numpy(self, array):
+        # inputs and constants enter as magnitudes (sentinels such as -inf stay)
+        if array.dtype.kind == "f":
+            array = np.where(np.isfinite(array), np.abs(array), array)
+        return super().from_numpy(array)
+
+    def matmul(self, a, b):
+        return super().matmul(_mag(a), _mag(b))
+
+    def where(self, cond, a, b):
+        chosen = super().where(cond, a, b)
+        if (_is_float(a) or _is_float(b)) and not self.in_step:
+            return _larger(a, b, chosen)  # cond was decided on magnitudes
+        return chosen
+
+
 @lru_cache(maxsize=1)
 def magnitude_backend():
     """The magnitude backend (one instance): a subclass of the reference's class."""
     base = type(get_backend("numpy"))
 
-    class MagnitudeBackend(base):
-        kind = name = "magnitude"
-
-        def __init__(self):
-            super().__init__()
-            self.tape: list = []
-            self.in_step = False  # decisions come from a tape that matches this run
-            # the reference binds its elementwise primitives per instance; rebind ours
-            self.add = _binary(self.add, np.add)
-            self.sub = _binary(self.sub, np.add)
-            self.mul = _binary(self.mul, np.multiply)
-            self.div = self._divided(_binary(self.div, np.true_divide))
-            self.pow = _binary(self.pow, np.power)
-            self.neg = _unary(self.neg, lambda x: x)
-            self.log = _unary(self.log, lambda x: np.abs(np.log(x)))
-            for name in DECISIONS:
-                setattr(self, name, self._replayed(name, getattr(self, name)))
-            for name in ("maximum", "minimum"):
-                setattr(self, name, self._chosen(name, getattr(self, name)))
-            _use_fallbacks(self)
-
-        def replay(self, tape: list) -> None:
-            """Take decisions from `tape` (a recording of the same computation on values)."""
-            self.tape = list(reversed(tape))
-            self.in_step = True
-
-        def _next(self, name, shape):
-            if self.tape and self.tape[-1][0] == name and self.tape[-1][1].shape == shape:
-                return self.tape.pop()[1]
-            self.tape, self.in_step = [], False  # out of step: decide on magnitudes
-            return None
-
-        def _replayed(self, name, primitive):
-            def call(*args):
-                out = primitive(*args)
-                recorded = self._next(name, np.shape(out))
-                return out if recorded is None else recorded.astype(out.dtype)
-
-            return call
-
-        def _divided(self, on_magnitudes):
-            def div(a, b):
-                if not (_is_float(a) or _is_float(b)):
-                    return on_magnitudes(a, b)
-                denominator = self._next("div", np.shape(b))
-                if denominator is None:
-                    return on_magnitudes(a, b)
-                with np.errstate(all="ignore"):  # the terms of a over the true denominator
-                    return np.asarray(np.true_divide(_mag(a), np.abs(denominator)))
-
-            return div
-
-        def _chosen(self, name, primitive):
-            def call(a, b):
-                if not (_is_float(a) or _is_float(b)):
-                    return primitive(a, b)
-                chosen = np.asarray(primitive(a, b))
-                first = self._next(name, chosen.shape)
-                if first is None:
-                    return _larger(a, b, chosen)
-                return np.asarray(np.where(first, a, b)).astype(chosen.dtype)
-
-            return call
-
-        def from_numpy(self, array):
-            # inputs and constants enter as magnitudes (sentinels such as -inf stay)
-            if array.dtype.kind == "f":
-                array = np.where(np.isfinite(array), np.abs(array), array)
-            return super().from_numpy(array)
-
-        def matmul(self, a, b):
-            return super().matmul(_mag(a), _mag(b))
-
-        def where(self, cond, a, b):
-            chosen = super().where(cond, a, b)
-            if (_is_float(a) or _is_float(b)) and not self.in_step:
-                return _larger(a, b, chosen)  # cond was decided on magnitudes
-            return chosen
-
-    return MagnitudeBackend()
+    return type("MagnitudeBackend", (_Magnitudes, base), {})()

@@ -1,4 +1,5 @@
-"""Hypothesis strategies that draw valid inputs for every op, keyed by `Spec.sample`.
+"""Hypothesis strategies that draw valid inputs for every op, one per kind of input
+(`Spec.sample`, an object of ndlite.ops.samples).
 
 A sampler draws a `Case`: NumPy input arrays, the op's keyword parameters, which inputs are
 differentiable, and optionally how to call the op (for ops that take a list, like cat).
@@ -7,7 +8,7 @@ floats (no NaN/inf, no subnormals, width 32 for float32) inside the spec's domai
 zeros and repeated values come up and shrink well.
 
 Backend authors get these through `ndlite.testing`; a package adding ops adds its samplers
-with `@sampler("name")`.
+with `@sampler(their_kind)`.
 """
 
 from __future__ import annotations
@@ -16,11 +17,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-from hypothesis import assume
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-SAMPLERS: dict[str, Callable] = {}
+from ..ops import samples
+
+SAMPLERS: dict = {}  # ndlite.ops.samples.Sampler -> strategy factory
 MAX_SIDE = 4
 
 
@@ -44,11 +46,12 @@ class Case:
         return fn(*tensors, **self.params)
 
 
-def sampler(name: str):
-    """Register a hypothesis strategy factory `f(spec, dtype) -> strategy of Case`."""
+def sampler(kind: samples.Sampler):
+    """Register a hypothesis strategy factory `f(spec, dtype) -> strategy of Case` for the
+    inputs of `kind`."""
 
     def deco(fn):
-        SAMPLERS[name] = fn
+        SAMPLERS[kind] = fn
         return fn
 
     return deco
@@ -59,7 +62,8 @@ def strategy(spec, dtype) -> st.SearchStrategy:
     try:
         factory = SAMPLERS[spec.sample]
     except KeyError:
-        raise KeyError(f"no sampler named {spec.sample!r}; known: {sorted(SAMPLERS)}") from None
+        raise KeyError(f"no strategy for {spec.sample!r}: register one with "
+                       f"@sampler({spec.sample!r}); known: {list(SAMPLERS)}") from None
     return factory(spec, np.dtype(dtype))
 
 
@@ -100,7 +104,7 @@ def _domain(spec):
 # ---- core samplers ----------------------------------------------------------------------------
 
 
-@sampler("unary")
+@sampler(samples.UNARY)
 def _unary(spec, dtype):
     lo, hi = _domain(spec)
 
@@ -112,7 +116,7 @@ def _unary(spec, dtype):
     return draw_case()
 
 
-@sampler("binary")
+@sampler(samples.BINARY)
 def _binary(spec, dtype):
     lo, hi = _domain(spec)
 
@@ -136,7 +140,7 @@ def _binary(spec, dtype):
     return draw_case()
 
 
-@sampler("where")
+@sampler(samples.WHERE)
 def _where(spec, dtype):
     @st.composite
     def draw_case(draw):
@@ -150,7 +154,7 @@ def _where(spec, dtype):
     return draw_case()
 
 
-@sampler("reduce")
+@sampler(samples.REDUCE)
 def _reduce(spec, dtype):
     p = spec.params
     lo, hi = _domain(spec)
@@ -183,7 +187,7 @@ def _reduce(spec, dtype):
     return draw_case()
 
 
-@sampler("matmul")
+@sampler(samples.MATMUL)
 def _matmul(spec, dtype):
     nd = spec.params.get("ndim")
 
@@ -210,7 +214,7 @@ def _matmul(spec, dtype):
     return draw_case()
 
 
-@sampler("linear")
+@sampler(samples.LINEAR)
 def _linear(spec, dtype):
     @st.composite
     def draw_case(draw):
@@ -224,7 +228,7 @@ def _linear(spec, dtype):
     return draw_case()
 
 
-@sampler("reshape")
+@sampler(samples.RESHAPE)
 def _reshape(spec, dtype):
     @st.composite
     def draw_case(draw):
@@ -240,7 +244,7 @@ def _reshape(spec, dtype):
     return draw_case()
 
 
-@sampler("permute")
+@sampler(samples.PERMUTE)
 def _permute(spec, dtype):
     @st.composite
     def draw_case(draw):
@@ -252,7 +256,7 @@ def _permute(spec, dtype):
     return draw_case()
 
 
-@sampler("transpose")
+@sampler(samples.TRANSPOSE)
 def _transpose(spec, dtype):
     @st.composite
     def draw_case(draw):
@@ -264,7 +268,7 @@ def _transpose(spec, dtype):
     return draw_case()
 
 
-@sampler("expand")
+@sampler(samples.EXPAND)
 def _expand(spec, dtype):
     @st.composite
     def draw_case(draw):
@@ -277,7 +281,7 @@ def _expand(spec, dtype):
     return draw_case()
 
 
-@sampler("squeeze")
+@sampler(samples.SQUEEZE)
 def _squeeze(spec, dtype):
     @st.composite
     def draw_case(draw):
@@ -289,7 +293,7 @@ def _squeeze(spec, dtype):
     return draw_case()
 
 
-@sampler("unsqueeze")
+@sampler(samples.UNSQUEEZE)
 def _unsqueeze(spec, dtype):
     @st.composite
     def draw_case(draw):
@@ -300,7 +304,7 @@ def _unsqueeze(spec, dtype):
     return draw_case()
 
 
-@sampler("flatten")
+@sampler(samples.FLATTEN)
 def _flatten(spec, dtype):
     @st.composite
     def draw_case(draw):
@@ -312,7 +316,7 @@ def _flatten(spec, dtype):
     return draw_case()
 
 
-@sampler("cat")
+@sampler(samples.CAT)
 def _cat(spec, dtype):
     same = spec.params.get("same_shape", False)
 
@@ -333,7 +337,7 @@ def _cat(spec, dtype):
     return draw_case()
 
 
-@sampler("split")
+@sampler(samples.SPLIT)
 def _split(spec, dtype):
     chunks = spec.params.get("chunks", False)
 
@@ -356,7 +360,7 @@ def _split(spec, dtype):
     return draw_case()
 
 
-@sampler("pad")
+@sampler(samples.PAD)
 def _pad(spec, dtype):
     @st.composite
     def draw_case(draw):
@@ -371,132 +375,5 @@ def _pad(spec, dtype):
         value = draw(st.sampled_from([0.0, 1.5]))
         return Case([draw(arrays(dtype, shape))], {"pad": tuple(widths), "value": value},
                     invoke=lambda fn, ts, p: fn(ts[0], p["pad"], value=p["value"]))
-
-    return draw_case()
-
-
-def _index_key(draw, shape, advanced: bool):
-    """A key for `shape`: basic entries, and with `advanced` integer lists/arrays and masks."""
-    key, dim = [], 0
-    nd = len(shape)
-    while dim < nd:
-        n = shape[dim]
-        options = ["int", "slice", "none", "stop"]
-        if advanced:
-            options += ["array", "array", "mask"]
-        kind = draw(st.sampled_from(options))
-        if kind == "stop":
-            break
-        if kind == "int":
-            key.append(draw(st.integers(-n, n - 1)))
-        elif kind == "slice":
-            start = draw(st.one_of(st.none(), st.integers(-n - 1, n + 1)))
-            stop = draw(st.one_of(st.none(), st.integers(-n - 1, n + 1)))
-            step = draw(st.one_of(st.none(), st.sampled_from([1, 2, -1, -2])))
-            key.append(slice(start, stop, step))
-        elif kind == "none":
-            key.append(None)
-            continue
-        elif kind == "array":
-            size = draw(st.integers(1, 3))
-            key.append(np.array(draw(st.lists(st.integers(-n, n - 1), min_size=size,
-                                              max_size=size)), dtype=np.int64))
-        else:
-            key.append(draw(hnp.arrays(np.bool_, (n,))))
-        dim += 1
-    if draw(st.booleans()):
-        # an Ellipsis that fills no dims can go anywhere; otherwise it must come last, where
-        # it stands for the dims the key does not reach
-        key.insert(draw(st.integers(0, len(key))) if dim == nd else len(key), Ellipsis)
-    arrays_ = [k for k in key if isinstance(k, np.ndarray) and k.dtype != np.bool_]
-    masks = [k for k in key if isinstance(k, np.ndarray) and k.dtype == np.bool_]
-    if arrays_ or masks:  # all integer index arrays must broadcast together
-        sizes = {a.shape[0] for a in arrays_} | {int(m.sum()) for m in masks}
-        if len(sizes) > 1:
-            target = min(sizes)
-            key = [k[:target] if isinstance(k, np.ndarray) and k.dtype != np.bool_ else k
-                   for k in key]
-            key = [(_limit_mask(k, target) if isinstance(k, np.ndarray) and k.dtype == np.bool_
-                    else k) for k in key]
-    return tuple(key)
-
-
-def _limit_mask(mask, count):
-    out = np.zeros_like(mask)
-    out[np.flatnonzero(mask)[:count]] = True
-    return out
-
-
-@sampler("getitem")
-def _getitem(spec, dtype):
-    advanced = spec.params.get("advanced", False)
-
-    @st.composite
-    def draw_case(draw):
-        shape = draw(shapes(min_dims=1))
-        key = _index_key(draw, shape, advanced)
-        return Case([draw(arrays(dtype, shape))], {"key": key})
-
-    return draw_case()
-
-
-@sampler("index_put")
-def _index_put(spec, dtype):
-    @st.composite
-    def draw_case(draw):
-        shape = draw(shapes(min_dims=1))
-        key = _index_key(draw, shape, advanced=draw(st.booleans()))
-        written = np.arange(int(np.prod(shape))).reshape(shape)[key]
-        # a position written twice keeps one of the values: its gradient is not defined
-        assume(np.unique(written).size == written.size)
-        target = written.shape
-        vshape = draw(st.sampled_from([target, target[1:], ()]))
-        return Case([draw(arrays(dtype, shape)), draw(arrays(dtype, vshape))], {"key": key})
-
-    return draw_case()
-
-
-@sampler("gather")
-def _gather(spec, dtype):
-    @st.composite
-    def draw_case(draw):
-        shape = draw(shapes(min_dims=1))
-        nd = len(shape)
-        axis = draw(st.integers(0, nd - 1))
-        ishape = tuple(draw(st.integers(1, MAX_SIDE)) if d == axis else
-                       draw(st.sampled_from([1, shape[d]])) for d in range(nd))
-        index = draw(hnp.arrays(np.int64, ishape, elements=st.integers(0, shape[axis] - 1)))
-        return Case([draw(arrays(dtype, shape)), index], {"dim": axis}, grad=[0])
-
-    return draw_case()
-
-
-@sampler("scatter_add")
-def _scatter_add(spec, dtype):
-    @st.composite
-    def draw_case(draw):
-        vshape = draw(shapes(min_dims=1))
-        nd = len(vshape)
-        axis = draw(st.integers(0, nd - 1))
-        size = draw(st.integers(1, MAX_SIDE))
-        ishape = tuple(vshape[d] if d == axis else draw(st.sampled_from([1, vshape[d]]))
-                       for d in range(nd))
-        index = draw(hnp.arrays(np.int64, ishape, elements=st.integers(0, size - 1)))
-        return Case([index, draw(arrays(dtype, vshape))], {"dim": axis, "size": size},
-                    grad=[1])
-
-    return draw_case()
-
-
-@sampler("take")
-def _take(spec, dtype):
-    @st.composite
-    def draw_case(draw):
-        shape = draw(shapes(min_dims=1))
-        dim = draw(st.integers(-len(shape), len(shape) - 1))
-        n = shape[dim]
-        index = np.array(draw(st.lists(st.integers(0, n - 1), max_size=5)), dtype=np.int64)
-        return Case([draw(arrays(dtype, shape)), index], {"dim": dim}, grad=[0],
-                    invoke=lambda fn, ts, p: fn(ts[0], p["dim"], ts[1]))
 
     return draw_case()

@@ -17,6 +17,7 @@ from hypothesis.extra import numpy as hnp
 import ndlite
 
 from ..device.fallbacks import conv_output_size, empty_windows, pool_output_size
+from ..ops import samples
 from .samplers import Case, arrays, sampler, shapes
 
 REDUCTION = st.sampled_from(["mean", "sum", "none"])
@@ -60,7 +61,7 @@ def conv_case(draw, dtype):
     return x_shape, w_shape, params, out
 
 
-@sampler("conv2d")
+@sampler(samples.CONV2D)
 def _conv2d(spec, dtype):
     @st.composite
     def draw_case(draw):
@@ -73,7 +74,7 @@ def _conv2d(spec, dtype):
     return draw_case()
 
 
-@sampler("conv2d_grad")
+@sampler(samples.CONV2D_GRAD)
 def _conv2d_grad(spec, dtype):
     which = spec.params["which"]
 
@@ -130,7 +131,7 @@ def _max_pool_indices(x: np.ndarray, params: dict) -> np.ndarray:
     return index.numpy()
 
 
-@sampler("pool2d")
+@sampler(samples.POOL2D)
 def _pool2d(spec, dtype):
     kind = spec.params["kind"]
 
@@ -157,7 +158,7 @@ def _pool2d(spec, dtype):
     return draw_case()
 
 
-@sampler("adaptive_pool2d")
+@sampler(samples.ADAPTIVE_POOL2D)
 def _adaptive_pool2d(spec, dtype):
     @st.composite
     def draw_case(draw):
@@ -175,7 +176,7 @@ def _adaptive_pool2d(spec, dtype):
 # ---- activations ------------------------------------------------------------------------------
 
 
-@sampler("softmax")
+@sampler(samples.SOFTMAX)
 def _softmax(spec, dtype):
     @st.composite
     def draw_case(draw):
@@ -186,7 +187,7 @@ def _softmax(spec, dtype):
     return draw_case()
 
 
-@sampler("gelu")
+@sampler(samples.GELU)
 def _gelu(spec, dtype):
     @st.composite
     def draw_case(draw):
@@ -196,14 +197,7 @@ def _gelu(spec, dtype):
     return draw_case()
 
 
-def seeded_dropout(x, p: float, seed: int, training: bool = True):
-    """dropout with the generator reseeded first, so repeated calls (gradchecks, two
-    backends) draw the same mask."""
-    ndlite.manual_seed(seed)
-    return ndlite.nn.functional.dropout(x, p, training)
-
-
-@sampler("dropout")
+@sampler(samples.DROPOUT)
 def _dropout(spec, dtype):
     @st.composite
     def draw_case(draw):
@@ -214,7 +208,7 @@ def _dropout(spec, dtype):
     return draw_case()
 
 
-@sampler("batch_norm")
+@sampler(samples.BATCH_NORM)
 def _batch_norm(spec, dtype):
     @st.composite
     def draw_case(draw):
@@ -274,7 +268,7 @@ def _class_invoke(fn, ts, p):
     return fn(ts[0], ts[1], weight=weight, **p)
 
 
-@sampler("nll_loss")
+@sampler(samples.NLL_LOSS)
 def _nll_loss(spec, dtype):
     @st.composite
     def draw_case(draw):
@@ -285,7 +279,7 @@ def _nll_loss(spec, dtype):
     return draw_case()
 
 
-@sampler("cross_entropy")
+@sampler(samples.CROSS_ENTROPY)
 def _cross_entropy(spec, dtype):
     @st.composite
     def draw_case(draw):
@@ -302,7 +296,7 @@ def _cross_entropy(spec, dtype):
     return draw_case()
 
 
-@sampler("regression_loss")
+@sampler(samples.REGRESSION_LOSS)
 def _regression_loss(spec, dtype):
     @st.composite
     def draw_case(draw):
@@ -313,7 +307,7 @@ def _regression_loss(spec, dtype):
     return draw_case()
 
 
-@sampler("binary_loss")
+@sampler(samples.BINARY_LOSS)
 def _binary_loss(spec, dtype):
     logits = spec.params.get("logits", False)
 

@@ -1,10 +1,13 @@
 """ndlite.cuda: CUDA graph capture of a whole training step. Replays give bitwise the same
 parameters as eager steps (SGD with momentum, RMSprop, Adam, a learning rate changed between
 steps); bad labels are refused before a replay; host reads inside a capture raise a clear
-error. Without a GPU only the parts that need none run (importing ndlite imports no CuPy)."""
+error; the backend's methods are never replaced while recording. Without a GPU only the parts
+that need none run (importing ndlite imports no CuPy; the backend knows only ndlite.device)."""
 
+import ast
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -30,6 +33,17 @@ def test_capture_needs_the_cupy_backend():
 def test_outside_a_capture_host_checks_run_at_once():
     assert not ndlite.cuda.capturing()
     assert ndlite.cuda.defer_host_check(ndlite.zeros(2), lambda values: None) is False
+
+
+def test_the_cupy_backend_imports_nothing_of_ndlite_but_the_device_layer():
+    package = Path(__file__).resolve().parents[2] / "backends" / "ndlite_cupy"
+    for path in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            for name in names:
+                assert name.split(".")[0] != "ndlite" or name == "ndlite.device" or \
+                    name.startswith("ndlite.device."), f"{path.name} imports {name}"
 
 
 BACKEND, WHY = probe("cupy")
@@ -92,6 +106,40 @@ def test_replays_give_bitwise_the_parameters_of_eager_steps(name):
     if name.startswith("adam"):
         assert all(s["step"] == len(batches) for s in opt.state.values())
     assert all(p.grad is not None and p.grad.shape == p.shape for p in model.parameters())
+
+
+@gpu
+def test_recording_replaces_no_backend_method_and_defers_checks_only_meanwhile():
+    model, opt, step = _setup(OPTIMIZERS["sgd_momentum"])
+    (x, y), (x1, y1) = _batches(2)
+    def methods():
+        return {name: value for name, value in vars(BACKEND).items() if callable(value)}
+
+    before = methods()
+    seen = {}
+
+    def recorded(x, y):  # the warm-up call, then the recording: what it sees last is kept
+        seen["methods"], seen["capturing"] = methods(), ndlite.cuda.capturing()
+        return step(x, y)
+
+    graph = ndlite.cuda.capture(recorded, x, y, optimizers=[opt])
+    assert seen["capturing"] and not ndlite.cuda.capturing()
+    assert seen["methods"] == before == methods()
+    assert BACKEND.defer_host_check(BACKEND.from_numpy(y1), lambda values: 1 / 0) is False
+    assert np.isfinite(graph(x1, y1).item())
+
+
+@gpu
+def test_labels_the_step_computes_cannot_be_checked_before_a_replay():
+    model, opt, _ = _setup(OPTIMIZERS["rmsprop"])
+    (x, y), = _batches(1)
+
+    def step(x, y):
+        return F.nll_loss(model(x), y + 0)
+
+    with pytest.raises(ValueError, match="pass it to the step as an input"):
+        ndlite.cuda.capture(step, x, y, warmup=0, backend=BACKEND)
+    assert not ndlite.cuda.capturing()
 
 
 @gpu

@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import ndlite
-from ndlite.testing.samplers import _index_key, arrays, shapes
+from ndlite.testing.samplers import arrays, shapes
+from ndlite.testing.samplers_index import _index_key
 
 
 def t(a):

@@ -42,12 +42,21 @@ inline acc_t acc_init(void)
 }
 
 // NaN beats everything (NumPy's max, min and argmax propagate or pick it)
-#if REDUCE == R_MIN
+// (integer and bool types have no NaN: no constant operands, so compilers stay quiet)
+#if FLOAT_ACC && REDUCE == R_MIN
 inline int better(TA x, TA best) { return x < best || (ISNAN(x) && !ISNAN(best)); }
-#else
+#elif FLOAT_ACC
 inline int better(TA x, TA best) { return x > best || (ISNAN(x) && !ISNAN(best)); }
+#elif REDUCE == R_MIN
+inline int better(TA x, TA best) { return x < best; }
+#else
+inline int better(TA x, TA best) { return x > best; }
 #endif
+#if FLOAT_ACC
 inline int same(TA x, TA best) { return x == best || (ISNAN(x) && ISNAN(best)); }
+#else
+inline int same(TA x, TA best) { return x == best; }
+#endif
 
 inline void acc_push(acc_t* a, TA x, long i)
 {

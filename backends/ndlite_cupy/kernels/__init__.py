@@ -1,12 +1,12 @@
-"""The CUDA kernels of the CuPy backend, built from the sources in kernels/*.cu.
+"""The CUDA kernels of the CuPy backend, built from the .cu sources in this folder.
 
 Most kernels are CuPy ElementwiseKernels whose body calls a device function from a .cu file
-beside this one; the neural-network fast paths (conv.cu, pool.cu, loss.cu, optim.cu) are
-template kernels taking plain pointers, compiled as one RawModule per file (`RawKernels`).
-CuPy compiles a kernel with NVRTC at its first call for a given device, dtype
-and number of dims, and caches the binary (in memory and under ~/.cupy/kernel_cache): kernels
-are built lazily, once. A kernel that fails to compile raises ndlite's KernelBuildError with
-NVRTC's log. No kernel is built with fast math (NVRTC's default: IEEE division and sqrt).
+here; the neural-network fast paths (conv.cu, pool.cu, loss.cu, optim.cu) are template
+kernels taking plain pointers, compiled as one RawModule per file (`RawKernels`). CuPy
+compiles a kernel with NVRTC at its first call for a given device, dtype and number of dims,
+and caches the binary (in memory and under ~/.cupy/kernel_cache): kernels are built lazily,
+once. A kernel that fails to compile raises ndlite's KernelBuildError with NVRTC's log. No
+kernel is built with fast math (NVRTC's default: IEEE division and sqrt).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from cupy.cuda.compiler import CompileException
 
 from ndlite.device import KernelBuildError
 
-SOURCES = Path(__file__).with_name("kernels")
+SOURCES = Path(__file__).parent
 
 
 @cache

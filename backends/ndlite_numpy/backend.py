@@ -1,0 +1,168 @@
+"""The NumPy backend: ndlite on the CPU, and the reference every other backend is checked against.
+
+Everything comes from the shared xp base; this file only makes NumPy's ufuncs return arrays
+for 0-d inputs, swaps in NumPy's faster reduction entry points, selects `where` by bit masks
+on large operands (np.where branches per element), and plugs in the fast paths of nn.py
+(im2col convolution, max pooling over contiguous planes) and the large matmuls of threads.py,
+both run on the backend's own threads with their temporaries in scratch.py.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+
+import numpy as np
+
+from ndlite.device import BackendUnavailableError, XpBackend
+
+from . import nn, scratch, threads
+
+
+def _array_ufunc(ufunc, arity: int):
+    """`ufunc` made to return an array for 0-d inputs (NumPy would return a scalar there).
+
+    A plain wrapper with a class check is cheaper than `out=...` (NumPy >= 2.3), whose
+    keyword parsing costs more than the check on every call."""
+    ndarray, asarray = np.ndarray, np.asarray
+    if arity == 1:
+        def call(a):
+            r = ufunc(a)
+            return r if r.__class__ is ndarray else asarray(r)
+    else:
+        def call(a, b):
+            r = ufunc(a, b)
+            return r if r.__class__ is ndarray else asarray(r)
+    call.__name__ = ufunc.__name__
+    return call
+
+
+def _array(r, _ndarray=np.ndarray, _asarray=np.asarray):
+    return r if r.__class__ is _ndarray else _asarray(r)
+
+
+_add_reduce, _max_reduce, _min_reduce = np.add.reduce, np.maximum.reduce, np.minimum.reduce
+_maximum, _matmul = np.maximum, np.matmul
+
+_SAME_WIDTH_INT = {np.dtype(np.float32): np.int32, np.dtype(np.float64): np.int64,
+                   np.dtype(np.int32): np.int32, np.dtype(np.int64): np.int64}
+
+
+def _select_bits(cond, a, b):
+    """where(cond, a, b) by selecting bits through a 0 / -1 integer mask: branch-free, so 10x
+    faster than np.where on the unpredictable masks of relu and pooling backward, and exact
+    (bit for bit, -0.0 and NaN included). None when it does not apply (small or broadcast
+    operands, other dtypes): np.where then."""
+    if cond.__class__ is not np.ndarray or cond.dtype != np.bool_ or cond.size < 4096:
+        return None
+    arrays = [v for v in (a, b) if v.__class__ is np.ndarray]
+    if not arrays:
+        return None
+    dtype = arrays[0].dtype
+    itype = _SAME_WIDTH_INT.get(dtype)
+    if itype is None:
+        return None
+    bits = []
+    for v in (a, b):
+        if v.__class__ is np.ndarray:
+            if v.dtype != dtype or v.shape != cond.shape:
+                return None
+            bits.append(v.view(itype))
+        elif isinstance(v, float if dtype.kind == "f" else int) and not isinstance(v, bool):
+            bits.append(np.asarray(v, dtype).view(itype))
+        else:
+            return None
+    mask = cond.view(np.int8).astype(itype)
+    np.negative(mask, out=mask)  # true -> all ones, false -> 0
+    out = np.bitwise_and(bits[0], mask)
+    if bits[1].ndim or bits[1] != 0:  # else the false branch adds only zero bits
+        np.bitwise_or(out, np.bitwise_and(bits[1], np.invert(mask, out=mask)), out=out)
+    return out.view(dtype)
+
+
+class NumpyBackend(XpBackend):
+    """The reference backend (CPU, NumPy)."""
+
+    kind = "numpy"
+    name = "numpy"
+
+    def __init__(self, device: str | None = None):
+        if device not in (None, "", "0", "cpu"):
+            raise BackendUnavailableError(
+                "numpy", f"device {device!r} does not exist; the NumPy backend has one device",
+                "use NDLITE_BACKEND=numpy",
+            )
+        super().__init__(np)
+        scratch.settle_malloc()
+
+    def _array_result(self, ufunc, arity):
+        return _array_ufunc(ufunc, arity)
+
+    def device_name(self) -> str:
+        return f"CPU ({platform.processor() or platform.machine()}, {os.cpu_count()} cores)"
+
+    def info(self) -> dict:
+        return {**super().info(), "numpy": np.__version__, "devices": [self.device_name()]}
+
+    def relu(self, x):
+        # a Python 0 is weak (keeps x's dtype) and cheaper than building a NumPy scalar
+        return _array(_maximum(x, 0))
+
+    def matmul(self, a, b):
+        # A Linear layer at a small batch is x @ W.T with W row-major: OpenBLAS computes that
+        # skinny product up to 30% faster as (W @ x.T).T (bench/overhead.py, Linear at batch 4)
+        if (b.shape[-1] >= 256 and b.ndim == 2 and a.ndim == 2 and 2 <= a.shape[0] <= 32
+                and b.shape[0] >= 256 and b.flags.f_contiguous and not b.flags.c_contiguous):
+            return threads.matmul(b.T, a.T).T
+        if a.size * b.shape[-1] < 2 * threads.MIN_WORK:  # too small to split (cheap check)
+            return _matmul(a, b)
+        return threads.matmul(a, b)
+
+    def to_numpy(self, x):
+        # shares memory, like torch's Tensor.numpy() on the CPU
+        return x
+
+    def where(self, cond, a, b):
+        out = _select_bits(cond, a, b)
+        return super().where(cond, a, b) if out is None else out
+
+    # NumPy's ufunc.reduce entry points skip np.sum's Python-level dispatch (2x faster on
+    # small arrays); a full reduction's scalar goes back into a 0-d array.
+    def sum(self, x, axes, keepdims):
+        return _array(_add_reduce(x, axes, None, None, keepdims))
+
+    def max(self, x, axes, keepdims):
+        return _array(_max_reduce(x, axes, None, None, keepdims))
+
+    def min(self, x, axes, keepdims):
+        return _array(_min_reduce(x, axes, None, None, keepdims))
+
+    # ---- neural-network fast paths (nn.py); geometries nn.py does not cover fall back -----
+
+    def conv2d(self, x, weight, stride, padding, dilation, groups):
+        return nn.conv2d(x, weight, stride, padding, dilation, groups)
+
+    def conv2d_grad_input(self, grad_output, weight, input_shape, stride, padding, dilation,
+                          groups):
+        return nn.conv2d_grad_input(grad_output, weight, input_shape, stride, padding,
+                                    dilation, groups)
+
+    def conv2d_grad_weight(self, x, grad_output, weight_shape, stride, padding, dilation,
+                           groups):
+        return nn.conv2d_grad_weight(x, grad_output, weight_shape, stride, padding, dilation,
+                                     groups)
+
+    def max_pool2d(self, x, kernel_size, stride, padding, dilation, ceil_mode):
+        out = nn.max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode)
+        if out is None:
+            return super().max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode)
+        return out
+
+    def max_pool2d_grad(self, grad_output, indices, input_shape, kernel_size, stride, padding,
+                        dilation, ceil_mode):
+        out = nn.max_pool2d_grad(grad_output, indices, input_shape, kernel_size, stride,
+                                 padding, dilation, ceil_mode)
+        if out is None:
+            return super().max_pool2d_grad(grad_output, indices, input_shape, kernel_size,
+                                           stride, padding, dilation, ceil_mode)
+        return out

@@ -1,0 +1,135 @@
+"""Tensor's methods and operators, bound in one place once every op is loaded.
+
+ndlite/tensor.py holds the data structure only; what a tensor computes is an op of
+ndlite.ops, and this table makes each one a method or operator, PyTorch-style
+(`x + y`, `x.sum()`, `x.to("cupy")`, `x.backward()`). Importing ndlite runs it once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import autograd
+from .creation import tensor as make_tensor
+from .device.protocol import Backend
+from .device.registry import get_backend
+from .dtypes import as_dtype
+from .ops import binary as _b
+from .ops import cast as _c
+from .ops import elementwise as _e
+from .ops import gather as _g
+from .ops import indexing as _i
+from .ops import inplace as _ip
+from .ops import join as _j
+from .ops import linalg as _l
+from .ops import movement as _m
+from .ops import reduce as _r
+from .ops import unary as _u
+from .tensor import Tensor
+
+
+def _init(self, data, dtype=None, backend=None, requires_grad: bool = False):
+    """Tensor(data, dtype=None, backend=None, requires_grad=False): like ndlite.tensor."""
+    t = make_tensor(data, dtype=dtype, backend=backend)
+    self._data, self._backend = t._data, t._backend
+    self._node, self._rg, self.grad, self._vbox, self._hooks = None, False, None, None, None
+    if requires_grad:
+        self.requires_grad_()
+
+
+def to(self, *args, dtype=None, backend=None, device=None, copy: bool = False) -> Tensor:
+    """Another backend and/or dtype: `t.to("cupy")`, `t.to(ndlite.float64)`,
+    `t.to("opencl", ndlite.float32)`. Differentiable; returns self when nothing changes."""
+    for arg in args:
+        if isinstance(arg, (str, Backend)):
+            backend = arg
+        else:
+            dtype = arg
+    where = backend if backend is not None else device
+    target = get_backend(where) if where is not None else self._backend
+    out = self
+    if target is not self._backend:
+        out = _c.transfer(out, target)
+    if dtype is not None and as_dtype(dtype) != out.dtype:
+        out = _c.astype(out, as_dtype(dtype))
+    if copy and out is self:
+        out = _e.clone(self)
+    return out
+
+
+def _cuda(self, device: int | None = None) -> Tensor:
+    """This tensor on the CuPy backend."""
+    return self.to("cupy" if device is None else f"cupy:{device}")
+
+
+def _type(self, dtype=None):
+    if dtype is None:
+        return f"ndlite.{self._data.dtype}"
+    return self.to(dtype)
+
+
+def _cast_to(name: str):
+    dtype = np.dtype(name)
+    return lambda self: self.to(dtype)
+
+
+def _contiguous(self) -> Tensor:
+    """Self (ndlite keeps layouts internal to each backend)."""
+    return self
+
+
+METHODS = {
+    # construction, moving, casting
+    "__init__": _init, "to": to, "cpu": lambda self: self.to("numpy"), "cuda": _cuda,
+    "float": _cast_to("float32"), "double": _cast_to("float64"), "long": _cast_to("int64"),
+    "int": _cast_to("int32"), "bool": _cast_to("bool"), "type": _type,
+    "astype": _c.astype, "clone": _e.clone, "contiguous": _contiguous,
+    "backward": autograd.backward,
+    # arithmetic and comparison operators (reflected forms swap the operands)
+    "__add__": _b.add, "__radd__": _b.add, "__sub__": _b.sub, "__rsub__": _b.rsub,
+    "__mul__": _b.mul, "__rmul__": _b.mul, "__truediv__": _b.div, "__rtruediv__": _b.rdiv,
+    "__pow__": _b.pow, "__rpow__": _b.rpow, "__matmul__": _l.matmul, "__rmatmul__": _l.rmatmul,
+    "__neg__": _u.neg, "__abs__": _u.abs, "__pos__": lambda x: x,
+    "__eq__": _b.eq, "__ne__": _b.ne, "__lt__": _b.lt, "__le__": _b.le, "__gt__": _b.gt,
+    "__ge__": _b.ge,
+    "__and__": _b.logical_and, "__rand__": _b.logical_and, "__or__": _b.logical_or,
+    "__ror__": _b.logical_or, "__xor__": _b.logical_xor, "__rxor__": _b.logical_xor,
+    "__invert__": _b.logical_not,
+    "__iadd__": _ip.add_, "__isub__": _ip.sub_, "__imul__": _ip.mul_, "__itruediv__": _ip.div_,
+    "__getitem__": _i.getitem, "__setitem__": _i.setitem,
+    # elementwise
+    "add": _b.add, "sub": _b.sub, "mul": _b.mul, "div": _b.div, "pow": _b.pow,
+    "neg": _u.neg, "exp": _u.exp, "log": _u.log, "sqrt": _u.sqrt, "tanh": _u.tanh,
+    "sigmoid": _u.sigmoid, "relu": _u.relu, "abs": _u.abs, "sign": _u.sign,
+    "maximum": _b.maximum, "minimum": _b.minimum, "clamp": _b.clamp, "clip": _b.clamp,
+    "eq": _b.eq, "ne": _b.ne, "lt": _b.lt, "le": _b.le, "gt": _b.gt, "ge": _b.ge,
+    "logical_and": _b.logical_and, "logical_or": _b.logical_or, "logical_not": _b.logical_not,
+    "where": lambda self, cond, other: _e.where(cond, self, other),
+    # reductions
+    "sum": _r.sum, "mean": _r.mean, "var": _r.var, "std": _r.std, "max": _r.max,
+    "min": _r.min, "amax": _r.amax, "amin": _r.amin, "argmax": _r.argmax, "argmin": _r.argmin,
+    "logsumexp": _r.logsumexp, "all": _r.all, "any": _r.any,
+    # linear algebra
+    "matmul": _l.matmul, "mm": _l.mm, "bmm": _l.bmm, "dot": _l.dot,
+    # movement
+    "reshape": _m.reshape, "view": _m.view, "flatten": _m.flatten, "unflatten": _m.unflatten,
+    "squeeze": _m.squeeze, "unsqueeze": _m.unsqueeze, "permute": _m.permute,
+    "transpose": _m.transpose, "t": _m.t, "expand": _m.expand, "expand_as": _m.expand_as,
+    "broadcast_to": _m.broadcast_to, "split": _j.split, "chunk": _j.chunk, "narrow": _j.narrow,
+    "gather": _g.gather, "index_select": _g.index_select,
+    # in place
+    "add_": _ip.add_, "sub_": _ip.sub_, "mul_": _ip.mul_, "div_": _ip.div_, "pow_": _ip.pow_,
+    "clamp_": _ip.clamp_, "neg_": _ip.neg_, "relu_": _ip.relu_,
+    "fill_": _i.fill_, "copy_": _i.copy_, "zero_": lambda self: _i.fill_(self, 0),
+}
+
+
+def bind() -> None:
+    """Set every entry of METHODS on Tensor (run once, when ndlite is imported)."""
+    for name, fn in METHODS.items():
+        setattr(Tensor, name, fn)
+    Tensor.T = property(_m.t)
+    Tensor.mT = property(_m.matrix_transpose)
+
+
+bind()
