@@ -186,7 +186,6 @@ def run(args) -> int:
 def _run(args) -> int:
     from ndlite.testing.catalog import get_op, op_names
     from ndlite.testing.runner import Result
-    from ndlite.testing.runner import run as run_one
 
     settings = _settings(args)
     backends, missing = _backends(args)
@@ -216,20 +215,7 @@ def _run(args) -> int:
         print(f"  {name}: skipped, {why}")
 
     started = time.perf_counter()
-    results = []
-    total = len(runs) * len(backends) * len(dtypes)
-    progress = _Progress(total, total * settings.max_examples)
-    try:
-        for backend in backends:
-            for op, order in runs:
-                for dtype in dtypes:
-                    progress.start(f"{op} {backend.name} {dtype}")
-                    result = run_one(op, backend, dtype, settings, reproduce=args.reproduce,
-                                     on_example=progress.example, order=order)
-                    progress.done(result, settings.max_examples)
-                    results.append(result)
-    finally:
-        progress.close()
+    results = _run_all(args, settings, backends, runs, dtypes)
     results += [Result("*", name, "*", status="skip", reason=why)
                 for name, why in missing.items()]
     elapsed = time.perf_counter() - started
@@ -249,3 +235,24 @@ def _run(args) -> int:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=2)
     return 0 if counts["fail"] == 0 else 1
+
+
+def _run_all(args, settings, backends, runs, dtypes) -> list:
+    """Every (backend, op, order, dtype) run in turn, with the progress shown."""
+    from ndlite.testing.runner import run as run_one
+
+    results = []
+    total = len(runs) * len(backends) * len(dtypes)
+    progress = _Progress(total, total * settings.max_examples)
+    try:
+        for backend in backends:
+            for op, order in runs:
+                for dtype in dtypes:
+                    progress.start(f"{op} {backend.name} {dtype}")
+                    result = run_one(op, backend, dtype, settings, reproduce=args.reproduce,
+                                     on_example=progress.example, order=order)
+                    progress.done(result, settings.max_examples)
+                    results.append(result)
+    finally:
+        progress.close()
+    return results

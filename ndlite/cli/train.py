@@ -139,103 +139,102 @@ def _cli_hint(message: str) -> str:
     return message.replace("pass download=True", "pass --download")
 
 
-def run(args) -> int:
-    import ndlite
-
-    from ..data import MNIST, DataLoader, MNISTError
-    from ..errors import BackendUnavailableError
-
+def _invalid(args, lr: float) -> str:
+    """What is wrong with the arguments ("" when nothing)."""
     if args.epochs <= 0:
-        return _fail(f"--epochs must be positive, got {args.epochs}")
+        return f"--epochs must be positive, got {args.epochs}"
     if args.batch_size <= 0:
-        return _fail(f"--batch-size must be positive, got {args.batch_size}")
-    lr = DEFAULT_LR[args.optimizer] if args.lr is None else args.lr
+        return f"--batch-size must be positive, got {args.batch_size}"
     if lr <= 0 or args.weight_decay < 0:
-        return _fail(f"--lr must be positive and --weight-decay non-negative, got {lr} and "
-                     f"{args.weight_decay}")
+        return (f"--lr must be positive and --weight-decay non-negative, got {lr} and "
+                f"{args.weight_decay}")
     if args.limit is not None and args.limit <= 0:
-        return _fail(f"--limit must be positive, got {args.limit}")
+        return f"--limit must be positive, got {args.limit}"
     if args.subset and args.data_dir:
-        return _fail("use either --subset or --data-dir, not both")
+        return "use either --subset or --data-dir, not both"
     if args.log_every <= 0:
-        return _fail(f"--log-every must be positive, got {args.log_every}")
+        return f"--log-every must be positive, got {args.log_every}"
     if args.plot:
         from .metrics import matplotlib_missing
 
         why = matplotlib_missing()
         if why:
-            return _fail(f"--plot needs matplotlib ({why}): pip install 'ndlite[plot]'")
-    try:
-        backend = ndlite.get_backend(args.backend)
-    except (BackendUnavailableError, ValueError, KeyError) as exc:
-        return _fail(str(exc).splitlines()[0])
-    if args.graph and backend.kind != "cupy":
-        return _fail(f"--graph needs the cupy backend, not {backend.name}")
-    try:
-        if args.subset:
-            train_set, test_set = MNIST.bundled(True), MNIST.bundled(False)
-        else:
-            train_set = MNIST(args.data_dir, train=True, download=args.download)
-            test_set = MNIST(args.data_dir, train=False, download=args.download)
-    except MNISTError as exc:
-        return _fail(_cli_hint(str(exc)))
+            return f"--plot needs matplotlib ({why}): pip install 'ndlite[plot]'"
+    return ""
+
+
+def _datasets(args):
+    """(train, test) MNIST as the arguments ask; raises MNISTError."""
+    from ..data import MNIST
+
+    if args.subset:
+        train_set, test_set = MNIST.bundled(True), MNIST.bundled(False)
+    else:
+        train_set = MNIST(args.data_dir, train=True, download=args.download)
+        test_set = MNIST(args.data_dir, train=False, download=args.download)
     if args.limit is not None:
         train_set.images, train_set.labels = (train_set.images[:args.limit],
                                               train_set.labels[:args.limit])
+    return train_set, test_set
 
+
+def _schedule(name: str, optimizer, epochs: int):
+    from ..optim import lr_scheduler
+
+    if name == "cosine":
+        return lr_scheduler.CosineAnnealingLR(optimizer, T_max=epochs)
+    if name == "step":
+        return lr_scheduler.StepLR(optimizer, max(epochs // 3, 1))
+    return None
+
+
+def _fit(args, model, optimizer, backend, train_set, test_set, log) -> list[dict]:
+    """The epochs: train, test, print a line, log; returns each epoch's statistics."""
     from tqdm import tqdm
 
-    from .metrics import MetricsLog, plot_curves
+    from ..data import DataLoader
 
-    ndlite.manual_seed(args.seed)
-    model = ndlite.nn.models.mnist_cnn().to(backend)
-    optimizer = make_optimizer(args.optimizer, model.parameters(), lr, args.weight_decay)
     # with --graph, batches stay on the host: the graph copies them in and checks labels there
     train_loader = DataLoader(train_set, args.batch_size, shuffle=True, seed=args.seed,
                               backend="numpy" if args.graph else backend)
     test_loader = DataLoader(test_set, 1000, backend=backend)
-    source = "the bundled subset" if args.subset else train_set.root
-    print(f"training the seed CNN on {len(train_set)} MNIST digits from {source}, testing on "
-          f"{len(test_set)}; backend {backend.name}, {args.optimizer} lr {lr}, batch "
-          f"{args.batch_size}")
-    schedule = None
-    if args.lr_schedule == "cosine":
-        schedule = ndlite.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=args.epochs)
-    elif args.lr_schedule == "step":
-        schedule = ndlite.optim.lr_scheduler.StepLR(optimizer, max(args.epochs // 3, 1))
+    schedule = _schedule(args.lr_schedule, optimizer, args.epochs)
     step = None
     if args.graph:
         from ..cuda import Trainer
         from ..nn import functional as F
 
         step = Trainer(model, optimizer, F.nll_loss).step
-    log = MetricsLog(args.metrics, args.log_every, len(train_set))
     history = []
-    try:
-        for epoch in range(1, args.epochs + 1):
-            bar = tqdm(train_loader, desc=f"epoch {epoch}/{args.epochs}", unit="batch",
-                       leave=False, disable=args.no_progress, file=sys.stderr)
-            log.epoch_started(epoch)
-            stats = train_epoch(model, train_loader, optimizer, bar, on_step=log.step,
-                                step=step)
-            bar.close()
-            accuracy = evaluate(model, test_loader)
-            stats.update(epoch=epoch, test_accuracy=accuracy,
-                         images_per_second=stats["images"] / stats["seconds"])
-            history.append(stats)
-            if schedule is not None:
-                stats["lr"] = schedule.get_last_lr()[0]
-                schedule.step()
-            log.epoch_done(stats)
-            print(f"epoch {epoch:2d}  train loss {stats['loss']:.4f}  test accuracy "
-                  f"{100 * accuracy:.2f}%  epoch time {stats['seconds']:.1f} s  "
-                  f"{stats['images_per_second']:.0f} images/s", flush=True)
-    finally:
-        log.close()
+    for epoch in range(1, args.epochs + 1):
+        bar = tqdm(train_loader, desc=f"epoch {epoch}/{args.epochs}", unit="batch",
+                   leave=False, disable=args.no_progress, file=sys.stderr)
+        log.epoch_started(epoch)
+        stats = train_epoch(model, train_loader, optimizer, bar, on_step=log.step, step=step)
+        bar.close()
+        accuracy = evaluate(model, test_loader)
+        stats.update(epoch=epoch, test_accuracy=accuracy,
+                     images_per_second=stats["images"] / stats["seconds"])
+        history.append(stats)
+        if schedule is not None:
+            stats["lr"] = schedule.get_last_lr()[0]
+            schedule.step()
+        log.epoch_done(stats)
+        print(f"epoch {epoch:2d}  train loss {stats['loss']:.4f}  test accuracy "
+              f"{100 * accuracy:.2f}%  epoch time {stats['seconds']:.1f} s  "
+              f"{stats['images_per_second']:.0f} images/s", flush=True)
+    return history
+
+
+def _write_outputs(args, model, optimizer, backend, history, log, title: str) -> None:
+    """--metrics (already written), --plot, --save and --json."""
+    import ndlite
+
+    from .metrics import plot_curves
+
     if args.metrics:
         print(f"wrote the training curves to {args.metrics} (JSON lines)")
     if args.plot:
-        title = f"seed CNN on {len(train_set)} MNIST digits, {backend.name}, {args.optimizer}"
         plot_curves(log.records, args.plot, title)
         print(f"drew the loss and accuracy curves to {args.plot}")
     if args.save:
@@ -249,4 +248,41 @@ def run(args) -> int:
                        "args": {k: v for k, v in vars(args).items() if k != "run"},
                        "backend": backend.name, "device": backend.device_name(),
                        "epochs": history}, f, indent=2)
+
+
+def run(args) -> int:
+    import ndlite
+
+    from ..data import MNISTError
+    from ..errors import BackendUnavailableError
+    from .metrics import MetricsLog
+
+    lr = DEFAULT_LR[args.optimizer] if args.lr is None else args.lr
+    problem = _invalid(args, lr)
+    if problem:
+        return _fail(problem)
+    try:
+        backend = ndlite.get_backend(args.backend)
+    except (BackendUnavailableError, ValueError, KeyError) as exc:
+        return _fail(str(exc).splitlines()[0])
+    if args.graph and backend.kind != "cupy":
+        return _fail(f"--graph needs the cupy backend, not {backend.name}")
+    try:
+        train_set, test_set = _datasets(args)
+    except MNISTError as exc:
+        return _fail(_cli_hint(str(exc)))
+    ndlite.manual_seed(args.seed)
+    model = ndlite.nn.models.mnist_cnn().to(backend)
+    optimizer = make_optimizer(args.optimizer, model.parameters(), lr, args.weight_decay)
+    source = "the bundled subset" if args.subset else train_set.root
+    print(f"training the seed CNN on {len(train_set)} MNIST digits from {source}, testing on "
+          f"{len(test_set)}; backend {backend.name}, {args.optimizer} lr {lr}, batch "
+          f"{args.batch_size}")
+    log = MetricsLog(args.metrics, args.log_every, len(train_set))
+    try:
+        history = _fit(args, model, optimizer, backend, train_set, test_set, log)
+    finally:
+        log.close()
+    title = f"seed CNN on {len(train_set)} MNIST digits, {backend.name}, {args.optimizer}"
+    _write_outputs(args, model, optimizer, backend, history, log, title)
     return 0

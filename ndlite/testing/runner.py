@@ -75,16 +75,9 @@ def run(op: str, backend, dtype: str, settings: Settings | None = None,
     "version:data" printed by an earlier failure; `on_example()` is called after each example.
     """
     backend = get_backend(backend)
-    spec = get_op(op).spec
     result = Result(op if order == 1 else f"{op} (2nd order)", backend.name,
                     str(np.dtype(dtype)))
-    if order == 2 and not spec.second_order:
-        result.status, result.reason = SKIP, f"the spec of {op} asks for no second-order check"
-        return result
-    if result.dtype not in spec.dtypes:
-        result.status, result.reason = SKIP, f"the spec of {op} does not list {result.dtype}"
-        return result
-    why = dtype_skip_reason(backend, dtype)
+    why = _skip_reason(op, backend, result.dtype, order)
     if why:
         result.status, result.reason = SKIP, why
         return result
@@ -119,15 +112,31 @@ def run(op: str, backend, dtype: str, settings: Settings | None = None,
     try:
         search()
     except Exception as exc:  # noqa: BLE001 - every kind of failure is reported, not raised
-        notes = "\n".join(getattr(exc, "__notes__", []))
-        match = _BLOB.search(notes)
-        result.status = FAIL
-        result.worst = failure.get("worst", float("inf"))
-        result.reason = failure.get("message") or f"{type(exc).__name__}: {exc}"
-        if failure:
-            result.example = describe(failure["case"], failure["seed"])
-        blob = match.groups() if match else None
-        if blob is None and reproduce:  # a replay prints no new blob: keep the one it got
-            blob = tuple(reproduce.split(":", 1))
-        result.reproduce = reproduction(op, backend.name, result.dtype, blob, order)
+        _failed(result, exc, failure, reproduce, op, order)
     return result
+
+
+def _skip_reason(op: str, backend, dtype: str, order: int) -> str:
+    """Why this run is skipped ("" when it runs)."""
+    spec = get_op(op).spec
+    if order == 2 and not spec.second_order:
+        return f"the spec of {op} asks for no second-order check"
+    if dtype not in spec.dtypes:
+        return f"the spec of {op} does not list {dtype}"
+    return dtype_skip_reason(backend, dtype) or ""
+
+
+def _failed(result: Result, exc: Exception, failure: dict, reproduce: str | None, op: str,
+            order: int) -> None:
+    """Fill `result` in from a failed search: the reason, the shrunk case, the replay."""
+    notes = "\n".join(getattr(exc, "__notes__", []))
+    match = _BLOB.search(notes)
+    result.status = FAIL
+    result.worst = failure.get("worst", float("inf"))
+    result.reason = failure.get("message") or f"{type(exc).__name__}: {exc}"
+    if failure:
+        result.example = describe(failure["case"], failure["seed"])
+    blob = match.groups() if match else None
+    if blob is None and reproduce:  # a replay prints no new blob: keep the one it got
+        blob = tuple(reproduce.split(":", 1))
+    result.reproduce = reproduction(op, result.backend, result.dtype, blob, order)

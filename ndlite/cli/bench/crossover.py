@@ -171,8 +171,30 @@ def plot(path: str, result: dict, names: list[str], machine: dict) -> None:
     plt.close(fig)
 
 
-def run(args) -> int:
+def _sweep(args, widths, backends, result: dict) -> dict:
+    """Fill result["linear"] and result["model_steps"] with microseconds per step, the best of
+    `args.rounds` passes; returns {point: why} for the points that failed."""
+    failures = {}
+    points = [("linear", n, b) for n in args.sizes for b in backends] + \
+             [("model_steps", batch, b) for batch in args.batches for b in backends]
+    measure = _measurer(args, widths)
+    with progress(args.rounds * len(points), args, "crossover") as bar:
+        for round_ in range(args.rounds):  # whole sweeps, best of each point kept
+            for sweep, key, b in points:
+                what = f"{'Linear' if sweep == 'linear' else 'MLP batch'} {key} on {b.name}"
+                bar.set_description(f"round {round_ + 1}: {what}")
+                row = result[sweep][str(key)]
+                if what not in failures:
+                    try:
+                        seconds = measure(sweep, key, b)
+                        row[b.name] = min(row.get(b.name, seconds * 1e6), seconds * 1e6)
+                    except Exception as exc:  # noqa: BLE001 - out of memory, say: reported
+                        failures[what] = f"{type(exc).__name__}: {exc}".splitlines()[0]
+                bar.update()
+    return failures
 
+
+def run(args) -> int:
     from ..train import _fail
 
     try:
@@ -203,23 +225,7 @@ def run(args) -> int:
                   "unit": "microseconds per step", "rounds": args.rounds,
                   "linear": {str(n): {} for n in args.sizes},
                   "model_steps": {str(b): {} for b in args.batches}}
-        failures = {}
-        points = [("linear", n, b) for n in args.sizes for b in backends] + \
-                 [("model_steps", batch, b) for batch in args.batches for b in backends]
-        measure = _measurer(args, widths)
-        with progress(args.rounds * len(points), args, "crossover") as bar:
-            for round_ in range(args.rounds):  # whole sweeps, best of each point kept
-                for sweep, key, b in points:
-                    what = f"{'Linear' if sweep == 'linear' else 'MLP batch'} {key} on {b.name}"
-                    bar.set_description(f"round {round_ + 1}: {what}")
-                    row = result[sweep][str(key)]
-                    if what not in failures:
-                        try:
-                            seconds = measure(sweep, key, b)
-                            row[b.name] = min(row.get(b.name, seconds * 1e6), seconds * 1e6)
-                        except Exception as exc:  # noqa: BLE001 - out of memory, say: reported
-                            failures[what] = f"{type(exc).__name__}: {exc}".splitlines()[0]
-                    bar.update()
+        failures = _sweep(args, widths, backends, result)
     result["linear_crossover"] = print_sweep(
         f"Linear n -> n at batch {args.batch}, forward + backward", "neurons",
         {int(k): v for k, v in result["linear"].items()}, names)
