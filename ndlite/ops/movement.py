@@ -10,7 +10,10 @@ seen by autograd's saved-tensor check.
 from __future__ import annotations
 
 import numbers
+import weakref
 from math import prod
+
+import numpy as np
 
 from ..errors import ShapeError
 from ..tensor import Tensor, _dim
@@ -20,13 +23,62 @@ from .dispatch import unary, unbroadcast
 from .registry import EXACT, Op, Spec, declare, implements, register
 
 
-def share_version(out: Tensor, base: Tensor) -> Tensor:
-    """Mark `out` as a view of `base`: both count in-place changes together."""
-    box = base._vbox
+def share_version(out: Tensor, x: Tensor, step: tuple) -> Tensor:
+    """Mark `out` as the view `step` of `x`: both count in-place changes together, and `out`
+    records its base (x's base if x is a view) and the steps that make it from there, which
+    an in-place write replays (ops/views.py, PyTorch's view tracking)."""
+    box = x._vbox
     if box is None:
-        box = base._vbox = [0]
+        box = x._vbox = [0]
     out._vbox = box
+    if x._view is None:
+        base, steps = x, (step,)
+    else:
+        base, steps = x._view[0], x._view[1] + (step,)
+    out._view = (base, steps)
+    if base._views is None:
+        base._views = weakref.WeakSet()
+    base._views.add(out)
     return out
+
+
+def view_positions(shape: tuple, steps: tuple, dtype=np.int64) -> np.ndarray:
+    """The view `steps` applied on the host to an array of `shape` (arange for positions,
+    or an uninitialized int8 stand-in to learn whether a reshape can be a view)."""
+    a = np.arange(prod(shape), dtype=dtype).reshape(shape) if dtype == np.int64 else \
+        np.empty(shape, dtype=dtype)
+    for kind, arg in steps:
+        if kind == "reshape":
+            a = a.reshape(arg)
+        elif kind == "permute":
+            a = a.transpose(arg)
+        elif kind == "expand":
+            a = np.broadcast_to(a, arg)
+        else:
+            a = a[(*arg, Ellipsis)]
+    return a
+
+
+def replay(base: Tensor, steps: tuple) -> Tensor:
+    """The view `steps` of `base`, recorded in the graph (not registered as a view)."""
+    t = base
+    for kind, arg in steps:
+        op = _VIEW_OPS[kind]
+        t = unary(op, t, **{"key" if op is Slice else "axes" if op is Permute else "shape": arg})
+    return t
+
+
+def _viewable(x: Tensor, shape: tuple) -> bool:
+    """Whether reshaping `x` can be a view of x's memory (NumPy's no-copy rule on x's layout
+    within its base, taken as row-major)."""
+    if x._view is None:
+        return True
+    a = view_positions(x._view[0].shape, x._view[1], np.int8)
+    try:
+        np.reshape(a, shape, copy=False)  # raises where NumPy would have to copy
+    except ValueError:
+        return False
+    return True
 
 
 def _sizes(args, op: str) -> tuple:
@@ -91,10 +143,21 @@ def reshape(x: Tensor, *shape) -> Tensor:
     if shape != source and (-1 in shape or prod(shape) != prod(source) or
                             (shape and min(shape) < 0)):
         shape = _infer_shape(shape, prod(source), source, "reshape")
-    return share_version(unary(Reshape, x, shape=shape), x)
+    if not _viewable(x, shape):
+        return unary(Reshape, x, shape=shape)  # a copy, as the backend's reshape makes
+    return share_version(unary(Reshape, x, shape=shape), x, ("reshape", shape))
 
 
-view = reshape
+def view(x: Tensor, *shape) -> Tensor:
+    """Like reshape, but always a view of x's memory: an error where that is impossible."""
+    shape = _sizes(shape, "view")
+    if shape != x.shape and (-1 in shape or prod(shape) != x.numel()):
+        shape = _infer_shape(shape, x.numel(), x.shape, "view")
+    if not _viewable(x, shape):
+        raise RuntimeError(f"view: the size and strides of this tensor (shape {x.shape}, a "
+                           f"non-contiguous view) are not compatible with the shape {shape}; "
+                           "use .reshape(...) instead")
+    return reshape(x, shape)
 
 
 def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
@@ -160,7 +223,7 @@ def permute(x: Tensor, *dims) -> Tensor:
     if sorted(axes) != list(range(x.ndim)):
         raise ShapeError(f"permute: dims {dims} are not a permutation of the {x.ndim} dims of "
                          f"a tensor of shape {x.shape}")
-    return share_version(unary(Permute, x, axes=axes), x)
+    return share_version(unary(Permute, x, axes=axes), x, ("permute", axes))
 
 
 def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
@@ -224,8 +287,8 @@ def expand(x: Tensor, *sizes) -> Tensor:
         shape.append(n)
     shape = tuple(shape)
     if shape == x.shape:
-        return share_version(unary(Reshape, x, shape=shape), x)
-    return share_version(unary(Expand, x, shape=shape), x)
+        return share_version(unary(Reshape, x, shape=shape), x, ("reshape", shape))
+    return share_version(unary(Expand, x, shape=shape), x, ("expand", shape))
 
 
 def broadcast_to(x: Tensor, shape) -> Tensor:
@@ -276,7 +339,10 @@ class SliceGrad(Op):
 
 def basic_slice(x: Tensor, key: tuple) -> Tensor:
     """A view for a normalized basic key (see `Backend.slice`)."""
-    return share_version(unary(Slice, x, key=key), x)
+    return share_version(unary(Slice, x, key=key), x, ("slice", key))
+
+
+_VIEW_OPS = {"reshape": Reshape, "permute": Permute, "expand": Expand, "slice": Slice}
 
 
 declare("squeeze", Spec(samples.SQUEEZE, tol=EXACT), squeeze)
