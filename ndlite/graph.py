@@ -175,10 +175,14 @@ def record(op, inputs: Sequence, out, params=None):
             box = t._vbox
             versions.append(0 if box is None else box[0])
     node = Node(op, tuple(next), out._backend, tuple(shapes), params, out.__class__._make)
-    if op.save_inputs:
-        node.saved = tuple(inputs)
+    keep = op.save_inputs
+    if keep:
         # plain numbers: the saved tensors themselves lead to their counters at backward time
-        node.versions = tuple(versions)
+        if keep is True:
+            node.saved, node.versions = tuple(inputs), tuple(versions)
+        else:  # only the inputs backward reads: a change to another is no error
+            node.saved = tuple(t if i in keep else None for i, t in enumerate(inputs))
+            node.versions = tuple(v if i in keep else 0 for i, v in enumerate(versions))
     if op.save_output:
         node.out_data = out._data
         node.out_version = version_of(out)

@@ -322,7 +322,8 @@ def nll_loss(b, input, target, ignore_index, reduction):
     safe = b.where(valid, target, 0)
     picked = b.reshape(b.gather(input, b.reshape(safe, (n, 1)), 1), (n,))
     weight = b.astype(valid, input.dtype)
-    loss = b.mul(b.neg(picked), weight)
+    # an ignored label adds exactly 0 (not -x * 0, which is NaN for an infinite x)
+    loss = b.where(valid, b.neg(picked), b.full((), 0, input.dtype))
     if reduction == "none":
         return loss
     total = b.sum(loss, (0,), False)
@@ -340,7 +341,8 @@ def nll_loss_grad(b, grad_output, target, classes, ignore_index, reduction):
         g = b.broadcast_to(grad_output, (n,))
     else:
         g = b.broadcast_to(b.div(grad_output, b.sum(weight, (0,), False)), (n,))
-    values = b.neg(b.mul(g, weight))
+    # an ignored label gets exactly 0, even when "mean" divides by a count of 0 (PyTorch)
+    values = b.where(valid, b.neg(g), b.full((), 0, grad_output.dtype))
     return b.scatter_add(b.reshape(safe, (n, 1)), b.reshape(values, (n, 1)), 1, classes)
 
 

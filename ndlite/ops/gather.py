@@ -35,7 +35,7 @@ class Gather(Op):
         axis = node.params["axis"]
         return scatter_add(index, grad, axis, node.shapes[0][axis]), None
 
-    save_inputs = True
+    save_inputs = (1,)  # the index only
 
 
 @register

@@ -119,8 +119,26 @@ def var(x: Tensor, dim=None, keepdim: bool = False, correction: int = 1,
 
 def std(x: Tensor, dim=None, keepdim: bool = False, correction: int = 1,
         unbiased: bool | None = None) -> Tensor:
-    """Standard deviation: the square root of `var`."""
-    return var(x, dim, keepdim, correction, unbiased).sqrt()
+    """Standard deviation: the square root of `var` (gradient 0 where it is 0, as PyTorch's,
+    not 0 * inf)."""
+    return unary(_StdOfVar, var(x, dim, keepdim, correction, unbiased))
+
+
+class _StdOfVar(Op):
+    """sqrt of a variance, with PyTorch's std gradient: 0 where the result is 0. Not
+    registered: std's spec tests it."""
+
+    name = "std"
+    save_output = True
+
+    @staticmethod
+    def forward(b, v):
+        return b.sqrt(v)
+
+    @staticmethod
+    def backward(node, grad):
+        out = node.output()
+        return where(out == 0, 0.0, grad / where(out == 0, 1.0, 2 * out))
 
 
 def _extremum_backward(node, grad, pick):

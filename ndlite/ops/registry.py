@@ -65,7 +65,8 @@ class Op:
 
     name: str = "?"
     spec: Spec | None = None
-    save_inputs: bool = False
+    #: True, or the indices of the inputs backward reads (the others are not kept)
+    save_inputs: bool | tuple = False
     save_output: bool = False
     #: True for functions composed from other ops: no forward/backward of their own
     composite: bool = False
