@@ -137,7 +137,7 @@ def _nll(input: Tensor, target: Tensor, weight, ignore_index: int, reduction: st
         input, target = input.unsqueeze(0), target.reshape(1)
     valid = target != ignore_index
     safe = where(valid, target, 0).long()
-    picked = gather(input, safe.unsqueeze(1), 1).squeeze(1)
+    picked = gather(input, 1, safe.unsqueeze(1)).squeeze(1)
     if weight is not None:
         w = weight.to(input.dtype)[safe] * valid.to(input.dtype)
     else:

@@ -80,7 +80,7 @@ def test_no_false_in_place_alarm_for_unread_saved_tensors(backend):
     assert x.grad.tolist() == [2.0, 4.0]
     x.grad = None
     h = x * 1
-    g = ndlite.gather(h, ndlite.tensor([1, 0], backend=backend), 0)
+    g = ndlite.gather(h, 0, ndlite.tensor([1, 0], backend=backend))
     h.add_(1.0)  # gather's backward reads the index only
     g.sum().backward()
     assert x.grad.tolist() == [1.0, 1.0]

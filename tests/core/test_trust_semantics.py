@@ -1,0 +1,77 @@
+"""PyTorch's semantics where the README promises them (issue 12): checkpoints keep 0-d
+tensors (defect 6), gather's signature and shapes (7), even tie gradients of amax/amin/max()
+(12), 0-d tensors in reductions and gather, and malformed checkpoint metadata."""
+
+import json
+
+import numpy as np
+import pytest
+
+import ndlite
+from ndlite.errors import ShapeError
+
+
+def test_checkpoint_keeps_a_0d_tensor(tmp_path):
+    path = tmp_path / "scalar.npz"
+    ndlite.save({"scale": ndlite.tensor(2.5), "a": np.array(1.0)}, path)
+    back = ndlite.load(path)
+    assert back["scale"].shape == () and back["scale"].item() == 2.5
+    assert back["a"].shape == ()
+
+
+@pytest.mark.parametrize("tree", [
+    {"tensor": 7}, {"dict": [[1]]}, {"list": 3}, [1, 2], "x", {"dict": [[{"list": []}, 1]]},
+])
+def test_malformed_checkpoint_metadata_is_a_value_error(tmp_path, tree):
+    path = tmp_path / "bad.npz"
+    meta = json.dumps({"format": "ndlite-checkpoint", "version": 1, "tree": tree})
+    np.savez(path, __ndlite__=np.frombuffer(meta.encode(), dtype=np.uint8))
+    with pytest.raises(ValueError, match="not a readable ndlite checkpoint"):
+        ndlite.load(path)
+
+
+def test_deeply_nested_checkpoint_metadata_is_a_value_error(tmp_path):
+    path = tmp_path / "deep.npz"
+    meta = '{"format": "ndlite-checkpoint", "version": 1, "tree": ' + \
+        '{"list": [' * 5000 + ']}' * 5000 + '}'
+    np.savez(path, __ndlite__=np.frombuffer(meta.encode(), dtype=np.uint8))
+    with pytest.raises(ValueError):
+        ndlite.load(path)
+
+
+def test_gather_takes_torch_order_and_index_shape(backend):
+    x = ndlite.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True, backend=backend)
+    index = ndlite.tensor([[2], [0]], backend=backend)
+    out = ndlite.gather(x, 1, index)
+    assert out.tolist() == [[3.0], [4.0]]
+    row = ndlite.gather(x, 0, ndlite.tensor([[1, 0]], backend=backend))
+    assert row.shape == (1, 2) and row.tolist() == [[4.0, 2.0]]
+    row.sum().backward()
+    assert x.grad.tolist() == [[0.0, 1.0, 0.0], [1.0, 0.0, 0.0]]
+    with pytest.raises(ShapeError):
+        ndlite.gather(x, 1, ndlite.tensor([[0], [0], [0]], backend=backend))
+
+
+def test_gather_and_argmax_of_0d_tensors(backend):
+    s = ndlite.tensor(1.5, backend=backend)
+    assert ndlite.gather(s, 0, ndlite.tensor(0, backend=backend)).item() == 1.5
+    assert s.argmax(0).item() == 0 and s.argmin(-1).item() == 0
+    values, indices = s.max(0)
+    assert values.item() == 1.5 and indices.item() == 0
+    with pytest.raises(ShapeError):
+        s.sum(dim=5)
+
+
+def test_tie_gradients_are_shared_evenly(backend):
+    x = ndlite.tensor([[1.0, 3.0, 3.0], [2.0, 2.0, 0.0]], requires_grad=True, backend=backend)
+    x.amax(1).sum().backward()
+    assert x.grad.tolist() == [[0.0, 0.5, 0.5], [0.5, 0.5, 0.0]]
+    x.grad = None
+    x.max().backward()
+    assert x.grad.tolist() == [[0.0, 0.5, 0.5], [0.0, 0.0, 0.0]]
+    x.grad = None
+    x.amin().backward()
+    assert x.grad.tolist() == [[0.0, 0.0, 0.0], [0.0, 0.0, 1.0]]
+    x.grad = None
+    x.max(1).values.sum().backward()  # max(dim) follows its index, as in PyTorch
+    assert x.grad.tolist() == [[0.0, 1.0, 0.0], [1.0, 0.0, 0.0]]
