@@ -289,6 +289,9 @@ class OpenCLBackend(Backend):
             strides = c_strides(shape)
         return x.view(shape, strides, x.offset)
 
+    def shares_memory(self, a: CLArray, b: CLArray) -> bool:
+        return a.data is b.data
+
     def permute(self, x: CLArray, axes: tuple) -> CLArray:
         return permute_view(x, tuple(axes))
 

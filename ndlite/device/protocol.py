@@ -68,7 +68,8 @@ FAST_PATHS = (
     "sgd_step", "rmsprop_step", "adam_step",
 )
 #: queries and abilities beyond computing, with defaults that do nothing
-CAPABILITIES = ("device_name", "info", "memory_in_use", "synchronize", "defer_host_check")
+CAPABILITIES = ("device_name", "info", "memory_in_use", "synchronize", "defer_host_check",
+                "shares_memory")
 #: everything a backend may leave to this class
 OPTIONAL = DERIVED + FAST_PATHS + CAPABILITIES
 
@@ -110,6 +111,10 @@ class Backend:
     def memory_in_use(self) -> int | None:
         """Bytes this backend holds on its device right now, where it can tell."""
         return None
+
+    def shares_memory(self, a: Buffer, b: Buffer) -> bool:
+        """Whether `a` may be a view of `b`'s memory (did `reshape` copy?): views for autograd."""
+        return True
 
     # ---- transfer and memory ---------------------------------------------------------------
 

@@ -42,11 +42,9 @@ def share_version(out: Tensor, x: Tensor, step: tuple) -> Tensor:
     return out
 
 
-def view_positions(shape: tuple, steps: tuple, dtype=np.int64) -> np.ndarray:
-    """The view `steps` applied on the host to an array of `shape` (arange for positions,
-    or an uninitialized int8 stand-in to learn whether a reshape can be a view)."""
-    a = np.arange(prod(shape), dtype=dtype).reshape(shape) if dtype == np.int64 else \
-        np.empty(shape, dtype=dtype)
+def view_positions(shape: tuple, steps: tuple) -> np.ndarray:
+    """The row-major positions in a base of `shape` of the elements of its view `steps`."""
+    a = np.arange(prod(shape), dtype=np.int64).reshape(shape)
     for kind, arg in steps:
         if kind == "reshape":
             a = a.reshape(arg)
@@ -66,19 +64,6 @@ def replay(base: Tensor, steps: tuple) -> Tensor:
         op = _VIEW_OPS[kind]
         t = unary(op, t, **{"key" if op is Slice else "axes" if op is Permute else "shape": arg})
     return t
-
-
-def _viewable(x: Tensor, shape: tuple) -> bool:
-    """Whether reshaping `x` can be a view of x's memory (NumPy's no-copy rule on x's layout
-    within its base, taken as row-major)."""
-    if x._view is None:
-        return True
-    a = view_positions(x._view[0].shape, x._view[1], np.int8)
-    try:
-        np.reshape(a, shape, copy=False)  # raises where NumPy would have to copy
-    except ValueError:
-        return False
-    return True
 
 
 def _sizes(args, op: str) -> tuple:
@@ -143,9 +128,10 @@ def reshape(x: Tensor, *shape) -> Tensor:
     if shape != source and (-1 in shape or prod(shape) != prod(source) or
                             (shape and min(shape) < 0)):
         shape = _infer_shape(shape, prod(source), source, "reshape")
-    if not _viewable(x, shape):
-        return unary(Reshape, x, shape=shape)  # a copy, as the backend's reshape makes
-    return share_version(unary(Reshape, x, shape=shape), x, ("reshape", shape))
+    out = unary(Reshape, x, shape=shape)
+    if shape != source and not x._backend.shares_memory(out._data, x._data):
+        return out  # the backend had to copy: not a view
+    return share_version(out, x, ("reshape", shape))
 
 
 def view(x: Tensor, *shape) -> Tensor:
@@ -153,11 +139,12 @@ def view(x: Tensor, *shape) -> Tensor:
     shape = _sizes(shape, "view")
     if shape != x.shape and (-1 in shape or prod(shape) != x.numel()):
         shape = _infer_shape(shape, x.numel(), x.shape, "view")
-    if not _viewable(x, shape):
-        raise RuntimeError(f"view: the size and strides of this tensor (shape {x.shape}, a "
-                           f"non-contiguous view) are not compatible with the shape {shape}; "
-                           "use .reshape(...) instead")
-    return reshape(x, shape)
+    out = reshape(x, shape)
+    if out._view is None and shape != x.shape:
+        raise RuntimeError(f"view: the size and strides of this tensor (shape {x.shape}, not "
+                           f"contiguous) are not compatible with the shape {shape}; use "
+                           ".reshape(...) instead")
+    return out
 
 
 def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
