@@ -12,22 +12,21 @@ The methods fall in four tables, listed explicitly below (tests check that they 
 - FAST_PATHS: neural-network and optimizer ops whose fallbacks (fallbacks.py, also their
   specification) are slow compositions; an override agrees within the tolerance policy
   (bitwise for selections such as max-pool indices);
-- CAPABILITIES: what a backend can do beyond computing (wait for its queue, report memory,
-  defer a host check into a recorded graph), with defaults that do nothing.
+- CAPABILITIES: what a backend can do beyond computing (wait for its queue, report memory, defer
+  a host check into a recorded graph, say if a reshape copied), with defaults that do nothing.
 
-CUDA graphs are an optional capability outside the tables (the cupy backend's
-`graph_recorder(host_inputs)`: static inputs, warmup/record/load/scalars_only/launch, while
-recording its own host reads raise and `defer_host_check` keeps checks): docs/cuda.md.
+CUDA graphs are an optional capability outside the tables (cupy's `graph_recorder(host_inputs)`:
+static inputs, warmup/record/load/scalars_only/launch; while recording, host reads raise and
+`defer_host_check` keeps checks): docs/cuda.md.
 
 Conventions every backend follows (the conformance kit checks them):
-- binary primitives accept a buffer or a Python scalar for either operand (never both); a scalar
-  takes the other operand's dtype; buffer operands already share one dtype and broadcast
-  NumPy-style (the core promotes and checks shapes first);
+- binary primitives take a buffer or a Python scalar for either operand (never both); a scalar
+  takes the other's dtype; buffers share one dtype and broadcast NumPy-style (checked first);
 - on bool buffers `maximum` is logical or and `mul` logical and;
 - `maximum` returns its second operand on a tie (so maximum(0.0, -0.0) is -0.0) and the NaN
   operand where there is one (the first where both are), as NumPy's does;
-- `argmax` and max-gradients pick the first maximal element in row-major order;
-- `relu` and `sign` follow NumPy at 0 (relu(-0.0) = 0.0, sign(-0.0) = 0.0);
+- `argmax` and max-gradients pick the first maximal element in row-major order; `relu` and
+  `sign` follow NumPy at 0 (relu(-0.0) = 0.0, sign(-0.0) = 0.0);
 - results are bitwise deterministic run to run; no atomics in scatter-like primitives;
 - integer division and float→int casts follow NumPy (C truncation for casts).
 """
