@@ -22,13 +22,12 @@ static inputs, warmup/record/load/scalars_only/launch; while recording, host rea
 Conventions every backend follows (the conformance kit checks them):
 - binary primitives take a buffer or a Python scalar for either operand (never both); a scalar
   takes the other's dtype; buffers share one dtype and broadcast NumPy-style (checked first);
-- on bool buffers `maximum` is logical or and `mul` logical and;
-- `maximum` returns its second operand on a tie (so maximum(0.0, -0.0) is -0.0) and the NaN
-  operand where there is one (the first where both are), as NumPy's does;
+- on bool buffers `maximum` is logical or, `mul` logical and; `maximum` returns its second operand
+  on a tie (maximum(0.0, -0.0) is -0.0) and the NaN operand (the first of two), as NumPy's does;
 - `argmax` and max-gradients pick the first maximal element in row-major order; `relu` and
   `sign` follow NumPy at 0 (relu(-0.0) = 0.0, sign(-0.0) = 0.0);
-- results are bitwise deterministic run to run; no atomics in scatter-like primitives;
-- integer division and float→int casts follow NumPy (C truncation for casts).
+- results are bitwise deterministic run to run; no atomics in scatter-like primitives; integer
+  division and float→int casts follow NumPy (C truncation for casts).
 """
 
 from __future__ import annotations
