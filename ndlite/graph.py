@@ -176,6 +176,8 @@ def record(op, inputs: Sequence, out, params=None):
             versions.append(0 if box is None else box[0])
     node = Node(op, tuple(next), out._backend, tuple(shapes), params, out.__class__._make)
     keep = op.save_inputs
+    if keep is True and op.save_for is not None:  # only what the needed gradients read
+        keep = op.save_for(tuple(n is not None for n in next))
     if keep:
         # plain numbers: the saved tensors themselves lead to their counters at backward time
         if keep is True:

@@ -42,6 +42,11 @@ def add_parser(sub) -> None:
     p.add_argument("--reproduce", metavar="BLOB",
                    help="replay one failure (the blob a failure printed; needs one backend, "
                         "one op and one dtype)")
+    p.add_argument("--programs", action="store_true",
+                   help="fuzz whole programs (views, in-place ops, grad modes) against finite "
+                        "differences, the reference and PyTorch if installed, not op by op")
+    p.add_argument("--seed", type=int, help="with --programs: a random seed (default: the "
+                                             "derandomized ci examples)")
     p.set_defaults(run=run)
 
 
@@ -147,6 +152,10 @@ def run(args) -> int:
 
     settings = _settings(args)
     backends, missing = _backends(args)
+    if args.programs:
+        from ndlite.testing.programs import fuzz
+
+        return fuzz(backends, args.max_examples or 200, args.seed)
     ops = op_names(args.ops)
     dtypes = args.dtype or ["float32", "float64"]
     if not ops:

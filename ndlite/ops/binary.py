@@ -96,6 +96,10 @@ Div = define("div", lambda b, x, y: b.div(x, y), _div_grad, save="inputs", dtype
 Pow = define("pow", lambda b, x, y: b.pow(x, y), _pow_grad, save="inputs",
              spec=Spec(BINARY, tol=TRANSCENDENTAL, domain=(0.25, 2.0),
                        params={"exponent": (-2, 3)}))
+# x * y: x's gradient reads y and y's reads x; x / y: x's reads y, y's reads both. A Python
+# number is kept always (it cannot change)
+Mul.save_for = staticmethod(lambda needs: tuple(i for i in (0, 1) if needs[1 - i]))
+Div.save_for = staticmethod(lambda needs: (0, 1) if needs[1] else (1,))
 Maximum = define("maximum", lambda b, x, y: b.maximum(x, y), _maximum_grad, save="inputs",
                  spec=Spec(BINARY, tol=EXACT, kinks="pair"))
 Minimum = define("minimum", lambda b, x, y: b.minimum(x, y), _minimum_grad, save="inputs",

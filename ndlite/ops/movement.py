@@ -129,7 +129,7 @@ def reshape(x: Tensor, *shape) -> Tensor:
                             (shape and min(shape) < 0)):
         shape = _infer_shape(shape, prod(source), source, "reshape")
     out = unary(Reshape, x, shape=shape)
-    if shape != source and not x._backend.shares_memory(out._data, x._data):
+    if shape != source and prod(source) and not x._backend.shares_memory(out._data, x._data):
         return out  # the backend had to copy: not a view
     return share_version(out, x, ("reshape", shape))
 

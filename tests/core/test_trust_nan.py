@@ -90,3 +90,27 @@ def test_no_false_in_place_alarm_for_unread_saved_tensors(backend):
     h.mul_(5.0)  # where's backward reads the condition only
     w.sum().backward()
     assert x.grad.tolist() == [1.0, 0.0]
+
+
+def test_mul_keeps_only_what_the_needed_gradients_read(backend):
+    x = ndlite.tensor([1.0, 2.0], requires_grad=True, backend=backend)
+    y = -x
+    z = y * 0.5  # x * c reads no x
+    y.mul_(3.0)
+    z.sum().backward()
+    assert x.grad.tolist() == [-0.5, -0.5]
+    x.grad = None
+    h = x.tanh() + x
+    c = h.detach() * 1.0
+    w = c * h  # h's gradient reads c only: c needs none
+    h.mul_(0.0)
+    w.sum().backward()
+    expected = c.numpy() * (2 - x.detach().tanh().numpy() ** 2)
+    assert x.grad.tolist() == pytest.approx(expected.tolist())
+
+
+def test_a_reshape_of_an_empty_tensor_is_a_view(backend):
+    y = (ndlite.zeros(0, 0, backend=backend).requires_grad_() * 1.0).tanh()
+    y.reshape(-1).mul_(2.0)  # tanh saved its output, which this changed (as in PyTorch)
+    with pytest.raises(RuntimeError, match="modified by an in-place operation"):
+        y.sum().backward()
