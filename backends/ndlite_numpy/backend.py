@@ -37,6 +37,14 @@ def _array_ufunc(ufunc, arity: int):
     return call
 
 
+def _integer_pow(a, b):
+    """a ** b for integers with negative exponents somewhere: the truncated real result (1 or
+    -1 for a base of 1 or -1, else 0), as the CUDA and OpenCL backends and PyTorch give."""
+    r = np.power(a, np.where(b < 0, 0, b))
+    negative = np.where(a == 1, 1, np.where(a == -1, np.where(b % 2 != 0, -1, 1), 0))
+    return _array(np.where(b < 0, negative, r).astype(r.dtype))
+
+
 def _array(r, _ndarray=np.ndarray, _asarray=np.asarray):
     return r if r.__class__ is _ndarray else _asarray(r)
 
@@ -94,6 +102,15 @@ class NumpyBackend(XpBackend):
             )
         super().__init__(np)
         scratch.settle_malloc()
+        power = self.pow
+
+        def pow(a, b):  # noqa: A001 - the primitive's name
+            try:
+                return power(a, b)
+            except ValueError:  # an integer to a negative power: NumPy refuses; the contract
+                return _integer_pow(np.asarray(a), np.asarray(b))  # (and PyTorch) truncate
+
+        self.pow = pow
 
     def _array_result(self, ufunc, arity):
         return _array_ufunc(ufunc, arity)

@@ -93,7 +93,7 @@ Mul = define("mul", lambda b, x, y: b.mul(x, y), _mul_grad, save="inputs",
              spec=Spec(BINARY, second_order=True))
 Div = define("div", lambda b, x, y: b.div(x, y), _div_grad, save="inputs", dtype_rule="float",
              spec=Spec(BINARY, params={"divisor_min": 0.25}, bound=lambda a, b: a / b + a / b))
-Pow = define("pow", lambda b, x, y: b.pow(x, y), _pow_grad, save="inputs",
+Pow = define("pow", lambda b, x, y: b.pow(x, y), _pow_grad, save="inputs", dtype_rule="no_bool",
              spec=Spec(BINARY, tol=TRANSCENDENTAL, domain=(0.25, 2.0),
                        params={"exponent": (-2, 3)}))
 # x * y: x's gradient reads y and y's reads x; x / y: x's reads y, y's reads both. A Python

@@ -75,3 +75,26 @@ def test_tie_gradients_are_shared_evenly(backend):
     x.grad = None
     x.max(1).values.sum().backward()  # max(dim) follows its index, as in PyTorch
     assert x.grad.tolist() == [[0.0, 1.0, 0.0], [1.0, 0.0, 0.0]]
+
+
+def test_integer_power_with_negative_tensor_exponents(backend):
+    a = ndlite.tensor([1, -1, 2, -1, 3], backend=backend)
+    e = ndlite.tensor([-1, -1, -1, -2, 2], backend=backend)
+    assert (a ** e).tolist() == [1, -1, 0, 1, 9]
+
+
+def test_bool_to_a_bool_power_is_refused(backend):
+    t = ndlite.tensor([True, False], backend=backend)
+    with pytest.raises(ndlite.DTypeError):
+        t ** t
+
+
+def test_a_0d_tensor_does_not_widen_a_dimensioned_one(backend):
+    def zero_d(value, dtype):
+        return ndlite.tensor(value, dtype=dtype, backend=backend)
+
+    assert (ndlite.ones(3, backend=backend) + zero_d(1.5, ndlite.float64)).dtype == ndlite.float32
+    ints = ndlite.tensor([1, 2], dtype=ndlite.int32, backend=backend)
+    assert (ints + zero_d(3, ndlite.int64)).dtype == ndlite.int32
+    assert (ints + zero_d(1.5, ndlite.float64)).dtype == ndlite.float64
+    assert (zero_d(1.0, ndlite.float32) + zero_d(1.0, ndlite.float64)).dtype == ndlite.float64

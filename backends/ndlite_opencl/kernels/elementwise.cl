@@ -72,8 +72,8 @@ inline T0 floor_div_(T0 a, T0 b)
 inline T0 int_pow_(T0 base, T0 e)
 {
     T0 r = 1;
-    if (e < 0)
-        return 0;
+    if (e < 0)  // the truncated real result, as PyTorch (and the CUDA backend): 1, +-1 or 0
+        return base == 1 ? 1 : (base == -1 ? ((e & 1) ? -1 : 1) : 0);
     while (e > 0) {
         if (e & 1)
             r *= base;
