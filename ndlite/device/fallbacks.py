@@ -245,8 +245,10 @@ def max_pool2d(b, x, kernel_size, stride, padding, dilation, ceil_mode):
             real = b.copy(b.broadcast_to(inside, v.shape))
             continue
         # strict: a tie keeps the earlier (row-major) offset; but padding never wins, so an
-        # input element beats a padding tap even when both are -inf
-        better = b.maximum(b.gt(v, values), b.mul(inside, b.eq(real, False)))
+        # input element beats a padding tap even when both are -inf; an input NaN always wins
+        # (the last one, PyTorch's index), so the window's value is NaN
+        better = b.maximum(b.maximum(b.gt(v, values), b.mul(inside, b.ne(v, v))),
+                           b.mul(inside, b.eq(real, False)))
         values = b.where(better, v, values)
         indices = b.where(better, pos, indices)
         real = b.where(better, inside, real)

@@ -4,6 +4,7 @@ alarms from tensors an op's backward never reads. Expected values are PyTorch's.
 
 import math
 
+import numpy as np
 import pytest
 
 import ndlite
@@ -114,3 +115,25 @@ def test_a_reshape_of_an_empty_tensor_is_a_view(backend):
     y.reshape(-1).mul_(2.0)  # tanh saved its output, which this changed (as in PyTorch)
     with pytest.raises(RuntimeError, match="modified by an in-place operation"):
         y.sum().backward()
+
+
+@pytest.mark.parametrize(("where", "options", "values", "indices"), [
+    ([(0, 0), (1, 0)], {"kernel_size": 2}, [math.nan], [2]),  # non-overlapping: the last NaN
+    ([(1, 1)], {"kernel_size": 2, "stride": 1}, [math.nan] * 4, [4] * 4),  # overlapping
+    ([(0, 0)], {"kernel_size": 2, "padding": 1}, None, [0, 2, 3, 8, 10, 11, 12, 14, 15]),
+])
+def test_max_pool_propagates_nan(backend, where, options, values, indices):
+    side = 2 if options.get("stride", 2) == 2 and "padding" not in options else \
+        (3 if "padding" not in options else 4)
+    x = np.arange(side * side, dtype=np.float32).reshape(1, 1, side, side)
+    for i, j in where:
+        x[0, 0, i, j] = np.nan
+    t = ndlite.tensor(x, requires_grad=True, backend=backend)
+    out, index = F.max_pool2d(t, return_indices=True, **options)
+    got = out.detach().numpy().ravel()
+    assert index.numpy().ravel().tolist() == indices
+    assert math.isnan(got[0])
+    if values is not None:
+        assert all(math.isnan(v) for v in got)
+    out.sum().backward()
+    assert t.grad.numpy().ravel()[indices[0]] >= 1.0
