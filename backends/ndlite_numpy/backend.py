@@ -9,6 +9,7 @@ both run on the backend's own threads with their temporaries in scratch.py.
 
 from __future__ import annotations
 
+import math
 import os
 import platform
 
@@ -35,6 +36,9 @@ def _array_ufunc(ufunc, arity: int):
             return r if r.__class__ is ndarray else asarray(r)
     call.__name__ = ufunc.__name__
     return call
+
+
+_erf = np.vectorize(math.erf, otypes=[np.float64])
 
 
 def _integer_pow(a, b):
@@ -120,6 +124,10 @@ class NumpyBackend(XpBackend):
 
     def info(self) -> dict:
         return {**super().info(), "numpy": np.__version__, "devices": [self.device_name()]}
+
+    def erf(self, x):
+        # math.erf is accurate to float64's last bit; NumPy has no erf ufunc
+        return _array(_erf(x).astype(x.dtype, copy=False))
 
     def relu(self, x):
         # a Python 0 is weak (keeps x's dtype) and cheaper than building a NumPy scalar

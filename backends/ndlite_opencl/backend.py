@@ -238,6 +238,7 @@ class OpenCLBackend(Backend):
     def log(self, x): return apply(self, "LOG", [x], x.dtype)
     def sqrt(self, x): return apply(self, "SQRT", [x], x.dtype)
     def tanh(self, x): return apply(self, "TANH", [x], x.dtype)
+    def erf(self, x): return apply(self, "ERF", [x], x.dtype)
     def sigmoid(self, x): return apply(self, "SIGMOID", [x], x.dtype)
     def relu(self, x): return apply(self, "RELU", [x], x.dtype)
     def abs(self, x): return apply(self, "ABS", [x], x.dtype)

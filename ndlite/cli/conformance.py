@@ -145,17 +145,22 @@ def print_failures(results) -> None:
         print(f"  reproduce: {r.reproduce}")
 
 
+def _run_programs(args) -> int:
+    """--programs: the program fuzzer (ndlite.testing.programs) on the chosen backends."""
+    from ndlite.testing.programs import fuzz
+
+    return fuzz(_backends(args)[0], args.max_examples or 200, args.seed)
+
+
 def run(args) -> int:
     from ndlite.testing.catalog import get_op, op_names
     from ndlite.testing.runner import Result
     from ndlite.testing.runner import run as run_one
 
+    if args.programs:
+        return _run_programs(args)
     settings = _settings(args)
     backends, missing = _backends(args)
-    if args.programs:
-        from ndlite.testing.programs import fuzz
-
-        return fuzz(backends, args.max_examples or 200, args.seed)
     ops = op_names(args.ops)
     dtypes = args.dtype or ["float32", "float64"]
     if not ops:

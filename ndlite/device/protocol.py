@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from . import fallbacks
+from . import fallbacks, special
 
 Buffer = Any  # a backend's native array
 Scalar = int | float | bool
@@ -47,23 +47,20 @@ REQUIRED = (
     "from_numpy", "to_numpy", "full", "astype", "assign",
     "neg", "exp", "log", "sqrt", "tanh",
     "add", "sub", "mul", "div", "pow", "maximum", "eq", "lt", "where",
-    "sum", "max", "argmax",
-    "matmul",
+    "sum", "max", "argmax", "matmul",
     "reshape", "permute", "broadcast_to", "slice", "gather", "scatter_add", "put",
 )
 #: primitives composed exactly from the required ones (overrides must give the same bits)
 DERIVED = (
     "empty", "copy",
     "sigmoid", "relu", "abs", "sign", "minimum", "ne", "le", "gt", "ge",
-    "min", "argmin",
-    "pad", "concatenate",
+    "min", "argmin", "pad", "concatenate",
 )
 #: fast paths with fallbacks in fallbacks.py (overrides agree within the tolerance policy)
 FAST_PATHS = (
-    "conv2d", "conv2d_grad_input", "conv2d_grad_weight",
+    "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "erf",
     "max_pool2d", "max_pool2d_grad", "avg_pool2d", "avg_pool2d_grad",
-    "log_softmax", "nll_loss", "nll_loss_grad",
-    "sgd_step", "rmsprop_step", "adam_step",
+    "log_softmax", "nll_loss", "nll_loss_grad", "sgd_step", "rmsprop_step", "adam_step",
 )
 #: queries and abilities beyond computing, with defaults that do nothing
 CAPABILITIES = ("device_name", "info", "memory_in_use", "synchronize", "defer_host_check",
@@ -331,6 +328,9 @@ class Backend:
         gathers grad_output / divisor over the windows covering it."""
         return fallbacks.avg_pool2d_grad(self, grad_output, input_shape, kernel_size, stride,
                                          padding, ceil_mode, count_include_pad)
+
+    def erf(self, x: Buffer) -> Buffer:  # float64-accurate (CUDA's, OpenCL's; special.erf)
+        return special.erf(self, x)
 
     def log_softmax(self, x: Buffer, axis: int) -> Buffer:
         """`x - max - log(sum(exp(x - max)))` along `axis` (a non-negative dim), float only.

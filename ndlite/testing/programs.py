@@ -11,9 +11,8 @@ runs it on `backend` and compares the leaves' gradients (and retained ones)
 - with the reference backend;
 - with PyTorch, when it is importable (also whether both raise).
 
-`ndlite conformance --programs` runs it; a failure prints the shrunk program, which replays
-with `check(Program(...), "numpy")`.
-"""
+`ndlite conformance --programs` runs it; a failure prints the shrunk program (replay it with
+`check(Program(...), "numpy")`)."""
 
 from __future__ import annotations
 
@@ -158,16 +157,14 @@ def run(program: Program, lib: _Lib, leaves=None, frozen=None, grad=True):
         return float(out), None, None, made
     if getattr(out, "requires_grad", False):
         out.backward()
-    grads = [_numpy(t.grad) if t.grad is not None else np.zeros(t.shape) for t in slots[:len(
-        leaves)]]
+    grads = [np.zeros(t.shape) if t.grad is None else _numpy(t.grad) for t in slots[:len(leaves)]]
     retained = {i: _numpy(s.grad) for i, s in enumerate(slots[len(leaves):], len(leaves))
                 if getattr(s, "grad", None) is not None}
     return float(out.detach()), grads, retained, made
 
 
 def _made_slot(program: Program, k: int) -> int:
-    appending = sum(1 for s in program.steps[:k] if s[0] not in ("retain", "inplace"))
-    return len(program.leaves) + appending
+    return len(program.leaves) + sum(s[0] not in ("retain", "inplace") for s in program.steps[:k])
 
 
 def _numpy(t) -> np.ndarray:
@@ -182,7 +179,7 @@ def _torch():
     try:
         import torch
     except ImportError:
-        return None
+        torch = None
     return torch
 
 

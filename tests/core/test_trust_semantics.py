@@ -98,3 +98,26 @@ def test_a_0d_tensor_does_not_widen_a_dimensioned_one(backend):
     assert (ints + zero_d(3, ndlite.int64)).dtype == ndlite.int32
     assert (ints + zero_d(1.5, ndlite.float64)).dtype == ndlite.float64
     assert (zero_d(1.0, ndlite.float32) + zero_d(1.0, ndlite.float64)).dtype == ndlite.float64
+
+
+def test_erf_and_gelu_are_float64_accurate(backend):
+    import math
+
+    xs = np.linspace(-6.0, 6.0, 241)
+    t = ndlite.tensor(xs, dtype=ndlite.float64, backend=backend)
+    got = ndlite.ops.activation.erf(t).numpy()
+    expected = np.array([math.erf(v) for v in xs])
+    np.testing.assert_allclose(got, expected, rtol=4e-15, atol=1e-300)
+    assert ndlite.nn.functional.gelu(ndlite.tensor([-1e4], backend=backend)).item() == 0.0
+
+
+def test_erf_fallback_is_float64_accurate():
+    import math
+
+    from ndlite.device import special
+
+    b = ndlite.get_backend("numpy")
+    xs = np.concatenate([np.linspace(-30.0, 30.0, 6001), [np.inf, -np.inf]])
+    got = b.to_numpy(special.erf(b, b.from_numpy(xs)))
+    np.testing.assert_allclose(got, [math.erf(v) for v in xs], rtol=4e-15, atol=1e-300)
+    assert np.isnan(b.to_numpy(special.erf(b, b.from_numpy(np.array([np.nan]))))).all()

@@ -21,6 +21,7 @@
 #define OP_LOG(a) log(a)
 #define OP_SQRT(a) sqrt(a)
 #define OP_TANH(a) tanh(a)
+#define OP_ERF(a) erf(a)
 #define OP_SIGMOID(a) sigmoid_(a)
 // maximum(x, 0) as NumPy computes it: NaN propagates, relu(-0.0) = +0.0
 #define OP_RELU(a) (((a) > 0 || ISNAN0(a)) ? (a) : (T0)0)
