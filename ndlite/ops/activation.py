@@ -63,7 +63,10 @@ def log_softmax(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:
     _float_input(input, "log_softmax")
     if dtype is not None:
         input = input.to(dtype)
-    return unary(LogSoftmax, input, axis=_softmax_axis(input, dim, "log_softmax"))
+    axis = _softmax_axis(input, dim, "log_softmax")
+    if input.numel() == 0:  # nothing to normalize (PyTorch returns the empty tensor)
+        return input + 0.0
+    return unary(LogSoftmax, input, axis=axis)
 
 
 @register
@@ -98,7 +101,10 @@ def softmax(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:
     _float_input(input, "softmax")
     if dtype is not None:
         input = input.to(dtype)
-    return unary(Softmax, input, axis=_softmax_axis(input, dim, "softmax"))
+    axis = _softmax_axis(input, dim, "softmax")
+    if input.numel() == 0:  # nothing to normalize (PyTorch returns the empty tensor)
+        return input + 0.0
+    return unary(Softmax, input, axis=axis)
 
 
 @register

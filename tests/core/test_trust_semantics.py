@@ -121,3 +121,28 @@ def test_erf_fallback_is_float64_accurate():
     got = b.to_numpy(special.erf(b, b.from_numpy(xs)))
     np.testing.assert_allclose(got, [math.erf(v) for v in xs], rtol=4e-15, atol=1e-300)
     assert np.isnan(b.to_numpy(special.erf(b, b.from_numpy(np.array([np.nan]))))).all()
+
+
+def test_empty_softmax_and_convolutions(backend):
+    import ndlite.nn.functional as F
+
+    assert F.softmax(ndlite.zeros(2, 0, backend=backend), 1).shape == (2, 0)
+    assert F.log_softmax(ndlite.zeros(2, 0, backend=backend), 1).shape == (2, 0)
+    x = ndlite.zeros(0, 1, 4, 4, backend=backend)
+    assert F.conv2d(x, ndlite.zeros(2, 1, 3, 3, backend=backend)).shape == (0, 2, 2, 2)
+    x = ndlite.zeros(1, 0, 4, 4, backend=backend)
+    bias = ndlite.tensor([1.0, 2.0], requires_grad=True, backend=backend)
+    out = F.conv2d(x, ndlite.zeros(2, 0, 3, 3, backend=backend), bias)
+    assert out.shape == (1, 2, 2, 2) and out[0, :, 0, 0].tolist() == [1.0, 2.0]
+    out.sum().backward()
+    assert bias.grad.tolist() == [4.0, 4.0]
+
+
+def test_batch_norm_cumulative_average_and_eval_needs_statistics():
+    bn = ndlite.nn.BatchNorm1d(1, momentum=None)
+    for value in (1.0, 3.0):
+        bn(ndlite.tensor([[value - 1], [value + 1]]))
+    assert bn.running_mean.tolist() == [2.0]  # the mean of both batches' means
+    assert bn.num_batches_tracked.item() == 2
+    with pytest.raises(ValueError, match="evaluation mode"):
+        ndlite.nn.functional.batch_norm(ndlite.ones(2, 1), None, None, training=False)
