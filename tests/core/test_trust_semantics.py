@@ -146,3 +146,24 @@ def test_batch_norm_cumulative_average_and_eval_needs_statistics():
     assert bn.num_batches_tracked.item() == 2
     with pytest.raises(ValueError, match="evaluation mode"):
         ndlite.nn.functional.batch_norm(ndlite.ones(2, 1), None, None, training=False)
+
+
+@pytest.mark.parametrize(("key", "shape"), [
+    ((0, slice(None), [1, 2]), (3, 2)),
+    ((slice(None), 1, [0, 3]), (2, 2)),
+    (([0, 1], 0, [1, 2]), (2,)),
+    ((1, Ellipsis, [0, 1]), (3, 2)),
+])
+def test_integers_select_before_advanced_indices(backend, key, shape):
+    a = np.arange(24.0).reshape(2, 3, 4)
+    x = ndlite.tensor(a, backend=backend)
+    assert x[key].shape == shape  # PyTorch's shapes (NumPy puts the int's dim first)
+    y = ndlite.tensor(a, backend=backend)
+    y[key] = -1.0
+    assert (y[key] == -1.0).all().item()
+    assert int((y == -1.0).sum().item()) == int(np.prod(shape))
+
+
+def test_mixed_index_values():
+    a = np.arange(24.0).reshape(2, 3, 4)
+    assert ndlite.tensor(a)[0, :, [1, 2]].tolist() == a[0][:, [1, 2]].tolist()
