@@ -167,3 +167,11 @@ def test_integers_select_before_advanced_indices(backend, key, shape):
 def test_mixed_index_values():
     a = np.arange(24.0).reshape(2, 3, 4)
     assert ndlite.tensor(a)[0, :, [1, 2]].tolist() == a[0][:, [1, 2]].tolist()
+
+
+def test_float32_sums_along_any_axis_are_accurate(backend):
+    x = ndlite.full((2048, 2048), 0.1, backend=backend)
+    exact = float(np.float32(0.1)) * 2048
+    for sums in (x.sum(0), x.t().sum(1), x.sum(1)):
+        error = np.abs(sums.numpy().astype(np.float64) - exact).max() / exact
+        assert error < 2e-7
