@@ -21,9 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-UNARY = ("tanh", "sigmoid", "neg", "square", "scale", "shift")
-BINARY = ("add", "sub", "mul")
-INPLACE = ("mul_", "add_", "sub_", "copy_", "setitem")
+from .program_draw import draw_programs
+
 EPS = 1e-6
 
 
@@ -56,6 +55,8 @@ def _unary(name, x, c):
         return -x
     if name == "square":
         return x * x
+    if name == "exp":
+        return x.exp()
     return x * c if name == "scale" else x + c
 
 
@@ -86,9 +87,12 @@ def _step(lib, slots, step, frozen, k):
         with lib.no_grad():
             x = slots[step[1]]
             slots.append(x.detach() * 1.0 if kind == "detach" else _unary(step[2], x, step[3]))
-    elif kind == "sum":
+    elif kind in ("sum", "mean"):
         x = slots[step[1]]
-        slots.append(x.sum() if step[2] is None else x.sum(step[2]))
+        reduce = x.sum if kind == "sum" else x.mean
+        slots.append(reduce() if step[2] is None else reduce(step[2]))
+    elif kind == "matmul":
+        slots.append(slots[step[1]] @ slots[step[2]])
     elif kind == "retain":
         if slots[step[1]].requires_grad:
             slots[step[1]].retain_grad()
@@ -246,122 +250,9 @@ def check(program: Program, backend="numpy", torch: bool = True) -> str:
     return "ok"
 
 
-# ---- drawing programs ------------------------------------------------------------------------
-
-
-def _shape_after_view(shape: tuple, kind: str, arg) -> tuple:
-    if kind == "transpose":
-        return (shape[1], shape[0])
-    if kind == "slice":
-        return np.empty(shape)[arg].shape
-    return np.empty(shape).reshape(arg).shape
-
-
-def _draw_view(draw, st, shape):
-    """A view step for a slot of `shape`: (kind, arg)."""
-    options = ["reshape"]
-    if len(shape) == 2:
-        options.append("transpose")
-    if shape:
-        options.append("slice")
-    kind = draw(st.sampled_from(options))
-    if kind == "transpose":
-        return kind, None
-    if kind == "reshape":
-        return kind, draw(st.sampled_from([(-1,), (1, *shape), tuple(reversed(shape))]
-                                          if len(shape) != 2 else [(-1,), (1, *shape)]))
-    n = shape[0]
-    if n and draw(st.booleans()):
-        return kind, draw(st.integers(0, n - 1))
-    start = draw(st.integers(0, n))
-    stop = draw(st.integers(start, n))
-    if len(shape) == 2 and shape[1] and draw(st.booleans()):
-        return kind, (slice(start, stop), draw(st.integers(0, shape[1] - 1)))
-    return kind, slice(start, stop)
-
-
-def _draw_inplace(draw, st, slots, i, scalar):
-    """An in-place step on slot i (a non-leaf that is no constant)."""
-    shape, root = slots[i]["shape"], slots[i]["root"]
-    apart = [j for j, m in enumerate(slots) if m["root"] != root]  # no aliasing of source
-    name = draw(st.sampled_from(INPLACE))
-    if name == "setitem":
-        if not shape:
-            name = "mul_"
-        else:
-            key = draw(st.one_of(st.integers(0, shape[0] - 1), st.just(slice(0, 1)))) \
-                if shape[0] else slice(0, 0)
-            target = np.empty(shape)[key].shape
-            same = [j for j in apart if slots[j]["shape"] == target]
-            value = draw(st.sampled_from(same)) if same and draw(st.booleans()) else \
-                (draw(scalar),)
-            return ("inplace", "setitem", i, (key, value))
-    same = [j for j in apart if slots[j]["shape"] == shape]
-    if name == "copy_" and not same:
-        name = "mul_"
-    if name == "mul_":
-        return ("inplace", "mul_", i, draw(scalar))
-    if name == "copy_":
-        return ("inplace", "copy_", i, draw(st.sampled_from(same)))
-    arg = draw(st.sampled_from(same)) if same and draw(st.booleans()) else (draw(scalar),)
-    return ("inplace", name, i, arg)
-
-
-def _draw_step(draw, st, slots, scalar):
-    kind = draw(st.sampled_from(["inplace", "view", "unary", "binary", "inplace", "view",
-                                 "detach", "nograd", "sum", "retain"]))
-    writable = [j for j, m in enumerate(slots) if not m["leafy"] and not m["const"]]
-    if kind == "inplace" and writable:  # the newest slots first: views of non-leaves
-        i = writable[-1 - draw(st.integers(0, len(writable) - 1))]
-        return _draw_inplace(draw, st, slots, i, scalar), None
-    i = len(slots) - 1 - draw(st.integers(0, len(slots) - 1))
-    m = slots[i]
-    new = {"shape": m["shape"], "leafy": False, "const": m["const"], "root": len(slots)}
-    if kind == "view":
-        view, arg = _draw_view(draw, st, m["shape"])
-        new.update(shape=_shape_after_view(m["shape"], view, arg), leafy=m["leafy"],
-                   root=m["root"])
-        return ("view", i, view, arg), new
-    if kind == "binary":
-        same = [j for j, s in enumerate(slots) if s["shape"] == m["shape"]]
-        j = draw(st.sampled_from(same))
-        new["const"] = m["const"] and slots[j]["const"]
-        return ("binary", i, j, draw(st.sampled_from(BINARY))), new
-    if kind == "sum":
-        dim = draw(st.integers(0, len(m["shape"]) - 1)) if m["shape"] else None
-        new["shape"] = () if dim is None else m["shape"][:dim] + m["shape"][dim + 1:]
-        return ("sum", i, dim), new
-    if kind == "retain":
-        return ("retain", i), None
-    new["const"] = new["const"] or kind in ("detach", "nograd")
-    name = draw(st.sampled_from(UNARY))
-    return (kind if kind != "inplace" else "unary", i, name, draw(scalar)), new
-
-
 def programs(max_steps: int = 8):
-    """A hypothesis strategy of Programs with 3..max_steps steps."""
-    from hypothesis import strategies as st
-
-    scalar = st.floats(-1.5, 1.5, allow_nan=False, allow_subnormal=False)
-
-    @st.composite
-    def draw_program(draw):
-        shapes = [tuple(draw(st.lists(st.integers(0, 3), min_size=0, max_size=2)))
-                  for _ in range(draw(st.integers(1, 2)))]
-        leaves = [np.array(draw(st.lists(scalar, min_size=int(np.prod(s)),
-                                         max_size=int(np.prod(s)))),
-                           dtype=np.float64).reshape(s) for s in shapes]
-        slots = [{"shape": s, "leafy": True, "const": False, "root": k}
-                 for k, s in enumerate(shapes)]
-        steps = []
-        for _ in range(draw(st.integers(3, max_steps))):
-            step, new = _draw_step(draw, st, slots, scalar)
-            steps.append(step)
-            if new is not None:
-                slots.append(new)
-        return Program(leaves, steps)
-
-    return draw_program()
+    """A hypothesis strategy of Programs with 3..max_steps steps (program_draw.py)."""
+    return draw_programs(max_steps).map(lambda drawn: Program(*drawn))
 
 
 def fuzz(backends, max_examples: int = 200, seed: int | None = None) -> int:

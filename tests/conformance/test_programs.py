@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 
 from ndlite.testing.programs import Program, check, programs
 
-CI = settings(max_examples=150, derandomize=True, deadline=None, database=None,
+CI = settings(max_examples=300, derandomize=True, deadline=None, database=None,
               suppress_health_check=list(HealthCheck), print_blob=True)
 
 
