@@ -279,7 +279,8 @@ def logsumexp(x: Tensor, dim, keepdim: bool = False) -> Tensor:
     if x.dtype.kind != "f":
         x = x.float()
     axes = axes_of(dim, x.ndim, "logsumexp")
-    _check_nonempty(x, axes, "logsumexp")
+    if x.numel() == 0:  # a sum over nothing is 0: log gives -inf, as in PyTorch
+        return x.exp().sum(axes, keepdim).log()
     shift = amax(x.detach(), axes, keepdim=True)
     shift = where(shift.abs() < float("inf"), shift, 0.0)  # an all -inf row stays -inf
     out = (x - shift).exp().sum(axes, keepdim=True).log() + shift

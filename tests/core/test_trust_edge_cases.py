@@ -30,6 +30,8 @@ class _Lib:
 CASES = [
     ("sum of size 0", lambda m: m.zeros(0, 3).sum(0), [0.0, 0.0, 0.0]),
     ("mean of 0-d", lambda m: m.t(2.5).mean(), 2.5),
+    ("logsumexp over an empty dim", lambda m: m.zeros(2, 0).logsumexp(1), [-INF, -INF]),
+    ("matmul over an empty inner dim", lambda m: m.zeros(2, 0) @ m.zeros(0, 1), [[0.0], [0.0]]),
     ("max of 0-d along 0", lambda m: m.t(2.5).amax(0), 2.5),
     ("argmax of 0-d", lambda m: m.t(2.5).argmax(0), 0),
     ("softmax of empty", lambda m: m.F.softmax(m.zeros(2, 0), 1), ((2, 0), "float32")),
