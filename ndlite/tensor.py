@@ -43,7 +43,7 @@ class Tensor:
         t._vbox = None
         t._hooks = None
         t._view = None  # for a view: (its base, the view steps from the base); ops/views.py
-        t._views = None  # for a base: a WeakSet of its live views
+        t._views = None  # for a base: weak references to its views
         return t
 
     # ---- what it is ----------------------------------------------------------------------

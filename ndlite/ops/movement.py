@@ -36,10 +36,18 @@ def share_version(out: Tensor, x: Tensor, step: tuple) -> Tensor:
     else:
         base, steps = x._view[0], x._view[1] + (step,)
     out._view = (base, steps)
-    if base._views is None:
-        base._views = weakref.WeakSet()
-    base._views.add(out)
+    views = base._views
+    if views is None:
+        base._views = [_ref(out)]
+    else:
+        views.append(_ref(out))
+        n = len(views)
+        if n >= 32 and not n & (n - 1):  # at each power of two, drop the dead: O(1) amortized
+            views[:] = [r for r in views if r() is not None]
     return out
+
+
+_ref = weakref.ref
 
 
 def view_positions(shape: tuple, steps: tuple) -> np.ndarray:

@@ -92,5 +92,6 @@ def after_write(x: Tensor, out: Tensor) -> None:
     views = base._views
     if views:
         with graph.enable_grad():
-            for v in list(views):
-                _take_node(v, replay(base, v._view[1])._node)
+            for v in [r() for r in views]:
+                if v is not None:
+                    _take_node(v, replay(base, v._view[1])._node)
