@@ -50,6 +50,11 @@ def check_view_write(x: Tensor, op: str) -> None:
                 f"{op}: a view of a leaf tensor that requires grad (base shape {base.shape}) is "
                 "being used in an in-place operation; do it under ndlite.no_grad(), or on a "
                 "clone of the leaf")
+        if base._rg and not x._rg:  # the write could not be recorded in the base's history
+            raise RuntimeError(
+                f"{op}: this view (shape {x.shape}) was made in no_grad mode from a tensor that "
+                "requires grad, and is being modified in place with grad mode on; make the "
+                "view with grad mode on, or write under ndlite.no_grad()")
 
 
 def _copy_slices(base: Tensor, steps: tuple, value: Tensor) -> None:

@@ -93,3 +93,14 @@ def test_view_of_a_non_viewable_tensor_raises():
 def test_nested_grad_is_the_second_derivative(backend):
     d2 = ndlite.grad(ndlite.grad(lambda t: t ** 3))(ndlite.tensor(2.0, backend=backend))
     assert d2.item() == pytest.approx(12.0)
+
+
+def test_a_no_grad_view_cannot_be_written_in_grad_mode(backend):
+    y = _x(backend) * 1
+    with ndlite.no_grad():
+        v = y[0:2]
+    with pytest.raises(RuntimeError, match="no_grad mode"):
+        v.mul_(2.0)
+    with ndlite.no_grad():
+        v.mul_(2.0)  # untracked, as in PyTorch
+    assert y.detach().tolist() == [2.0, 4.0, 3.0]
