@@ -65,11 +65,11 @@ def _copy_slices(base: Tensor, steps: tuple, value: Tensor) -> None:
             f"in-place write to an expanded view (shape {value.shape}) of a tensor of shape "
             f"{base.shape}: more than one element of the view refers to one memory location; "
             "clone it first")
-    keep = np.ones(base.numel(), dtype=base.dtype)
-    keep[positions] = 0
     b = base._backend
-    params = {"positions": b.from_numpy(positions),
-              "keep": b.from_numpy(keep.reshape(base.shape))}
+    index = b.from_numpy(positions)
+    keep = b.full(base.shape, 1, base.dtype)  # 0 where the view is: made on the device
+    b.put(keep, index, b.full((positions.size,), 0, base.dtype))
+    params = {"positions": index, "keep": keep}
     old = Tensor._make(base._data, b, base._node, base._rg)
     new = graph.record(CopySlices, (old, value), Tensor._make(base._data, b), params)
     _take_node(base, new._node)
