@@ -27,7 +27,8 @@ class Tensor:
     [[2.0, 4.0], [6.0, 8.0]]
     """
 
-    __slots__ = ("_data", "_backend", "_node", "_rg", "grad", "_vbox", "_hooks", "__weakref__")
+    __slots__ = ("_data", "_backend", "_node", "_rg", "grad", "_vbox", "_hooks", "_view", "_views",
+                 "__weakref__")
     __array_priority__ = 1000  # numpy_array + tensor calls Tensor.__radd__
 
     @staticmethod
@@ -41,6 +42,8 @@ class Tensor:
         t.grad = None
         t._vbox = None
         t._hooks = None
+        t._view = None  # for a view: (its base, the view steps from the base); ops/views.py
+        t._views = None  # for a base: weak references to its views
         return t
 
     # ---- what it is ----------------------------------------------------------------------

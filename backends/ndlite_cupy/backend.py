@@ -104,7 +104,7 @@ def _pin_fp32_matmul() -> None:
 
 #: primitives that are the backend's own kernels (kernels/), bound as instance attributes
 _KERNEL_PRIMITIVES = ("add", "sub", "mul", "div", "pow", "maximum", "minimum",
-                      "eq", "ne", "lt", "le", "gt", "ge", "relu", "sigmoid")
+                      "eq", "ne", "lt", "le", "gt", "ge", "relu", "sigmoid", "erf")
 
 #: every primitive and fast path of the contract (what runs on a device)
 _PRIMITIVES = tuple(sorted(

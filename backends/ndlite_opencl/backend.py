@@ -238,6 +238,7 @@ class OpenCLBackend(Backend):
     def log(self, x): return apply(self, "LOG", [x], x.dtype)
     def sqrt(self, x): return apply(self, "SQRT", [x], x.dtype)
     def tanh(self, x): return apply(self, "TANH", [x], x.dtype)
+    def erf(self, x): return apply(self, "ERF", [x], x.dtype)
     def sigmoid(self, x): return apply(self, "SIGMOID", [x], x.dtype)
     def relu(self, x): return apply(self, "RELU", [x], x.dtype)
     def abs(self, x): return apply(self, "ABS", [x], x.dtype)
@@ -288,6 +289,9 @@ class OpenCLBackend(Backend):
             x = self.copy(x)
             strides = c_strides(shape)
         return x.view(shape, strides, x.offset)
+
+    def shares_memory(self, a: CLArray, b: CLArray) -> bool:
+        return a.data is b.data
 
     def permute(self, x: CLArray, axes: tuple) -> CLArray:
         return permute_view(x, tuple(axes))

@@ -107,6 +107,9 @@ class XpBackend(Backend):
     def reshape(self, x, shape):
         return x.reshape(shape)
 
+    def shares_memory(self, a, b):
+        return bool(self.xp.may_share_memory(a, b))
+
     def permute(self, x, axes):
         return x.transpose(axes)
 

@@ -3,7 +3,7 @@ its backward (Tensor ops) and its test spec once, in the registry (`OPS`).
 
 The modules build on each other in this order, and import only what is above them here:
 registry, samples -> cast -> dispatch (the apply path) -> calls -> elementwise (where, clone)
--> unary -> binary -> movement -> join -> gather -> inplace -> indexing -> reduce -> linalg
+-> unary -> binary -> movement -> join -> gather -> views -> inplace -> indexing -> reduce -> linalg
 -> activation -> conv -> pool -> loss -> normalization. Backward formulas use Tensor methods
 and operators, which are bound once every op is loaded (ndlite/methods.py).
 """
@@ -19,6 +19,7 @@ from . import (  # noqa: I001 - the order above
     movement,
     join,
     gather,
+    views,
     inplace,
     indexing,
     reduce,
@@ -45,5 +46,5 @@ from .registry import (
 
 __all__ = ["OPS", "Op", "Spec", "register", "declare", "define", "implements", "resolve",
            "SCALED", "EXACT", "TRANSCENDENTAL", "samples", "cast", "dispatch", "elementwise",
-           "unary", "binary", "movement", "join", "gather", "inplace", "indexing", "reduce",
-           "linalg", "activation", "conv", "pool", "loss", "normalization"]
+           "unary", "binary", "movement", "join", "gather", "views", "inplace", "indexing",
+           "reduce", "linalg", "activation", "conv", "pool", "loss", "normalization"]
