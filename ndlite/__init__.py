@@ -12,7 +12,7 @@ reference), CuPy (CUDA) and OpenCL. Pick a backend with `NDLITE_BACKEND` or `set
 
 __version__ = "0.1.0"
 
-from . import autograd, cuda, data, dtypes, graph, methods, nn, optim
+from . import accelerator, autograd, backends, cuda, data, dtypes, graph, methods, nn, optim
 from .autograd import grad_of as grad
 from .autograd import value_and_grad
 from .creation import (
@@ -42,6 +42,7 @@ from .creation import (
 )
 from .device import (
     Backend,
+    Device,
     current_backend,
     get_backend,
     known_backends,

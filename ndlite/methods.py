@@ -12,7 +12,7 @@ import numpy as np
 from . import autograd
 from .creation import tensor as make_tensor
 from .device.protocol import Backend
-from .device.registry import get_backend
+from .device.registry import Device, get_backend
 from .dtypes import as_dtype
 from .ops import binary as _b
 from .ops import cast as _c
@@ -39,10 +39,13 @@ def _init(self, data, dtype=None, backend=None, requires_grad: bool = False):
 
 def to(self, *args, dtype=None, backend=None, device=None, copy: bool = False) -> Tensor:
     """Another backend and/or dtype: `t.to("cupy")`, `t.to(ndlite.float64)`,
-    `t.to("opencl", ndlite.float32)`. Differentiable; returns self when nothing changes."""
+    `t.to("opencl", ndlite.float32)`, PyTorch's `t.to("cuda")`, `t.to(other_tensor)`.
+    Differentiable; returns self when nothing changes."""
     for arg in args:
-        if isinstance(arg, (str, Backend)):
+        if isinstance(arg, (str, Backend, Device)):
             backend = arg
+        elif isinstance(arg, Tensor):
+            backend, dtype = arg._backend, arg.dtype
         else:
             dtype = arg
     where = backend if backend is not None else device
@@ -57,9 +60,11 @@ def to(self, *args, dtype=None, backend=None, device=None, copy: bool = False) -
     return out
 
 
-def _cuda(self, device: int | None = None) -> Tensor:
-    """This tensor on the CuPy backend."""
-    return self.to("cupy" if device is None else f"cupy:{device}")
+def _cuda(self, device=None) -> Tensor:
+    """This tensor on the CuPy backend (`device`: an index, "cuda:1" or a Device)."""
+    if device is None or isinstance(device, int):
+        return self.to("cupy" if device is None else f"cupy:{device}")
+    return self.to(device)
 
 
 def _type(self, dtype=None):
@@ -80,7 +85,7 @@ def _contiguous(self) -> Tensor:
 
 METHODS = {
     # construction, moving, casting
-    "__init__": _init, "to": to, "cpu": lambda self: self.to("numpy"), "cuda": _cuda,
+    "__init__": _init, "to": to, "cpu": lambda self: self.to("cpu"), "cuda": _cuda,
     "float": _cast_to("float32"), "double": _cast_to("float64"), "long": _cast_to("int64"),
     "int": _cast_to("int32"), "bool": _cast_to("bool"), "type": _type,
     "astype": _c.astype, "clone": _e.clone, "contiguous": _contiguous,
