@@ -65,7 +65,6 @@ from .ops.binary import (
     add,
     clamp,
     clip,
-    div,
     eq,
     ge,
     gt,
@@ -86,6 +85,33 @@ from .ops.elementwise import clone, where
 from .ops.gather import gather, index_select, scatter_add, take
 from .ops.join import cat, chunk, concatenate, narrow, pad, split, stack
 from .ops.linalg import bmm, dot, matmul, mm
+from .ops.math import (
+    acos,
+    arccos,
+    arcsin,
+    arctan,
+    arctan2,
+    asin,
+    atan,
+    atan2,
+    cos,
+    cosh,
+    erfc,
+    exp2,
+    expm1,
+    isfinite,
+    isinf,
+    isnan,
+    log1p,
+    log2,
+    log10,
+    reciprocal,
+    rsqrt,
+    sin,
+    sinh,
+    square,
+    tan,
+)
 from .ops.movement import (
     broadcast_to,
     flatten,
@@ -110,6 +136,20 @@ from .ops.reduce import (
     std,
     sum,
     var,
+)
+from .ops.rounding import (
+    ceil,
+    div,
+    divide,
+    fix,
+    floor,
+    floor_divide,
+    fmod,
+    frac,
+    remainder,
+    round,
+    true_divide,
+    trunc,
 )
 from .ops.unary import abs, exp, log, neg, relu, sigmoid, sign, sqrt, tanh
 from .serialization import load, save

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import autograd
+from .creation import full as make_full
 from .creation import tensor as make_tensor
 from .device.protocol import Backend
 from .device.registry import Device, get_backend
@@ -22,8 +23,10 @@ from .ops import indexing as _i
 from .ops import inplace as _ip
 from .ops import join as _j
 from .ops import linalg as _l
+from .ops import math as _mt
 from .ops import movement as _m
 from .ops import reduce as _r
+from .ops import rounding as _rd
 from .ops import unary as _u
 from .tensor import Tensor
 
@@ -83,6 +86,35 @@ def _contiguous(self) -> Tensor:
     return self
 
 
+def _new(fill):
+    """`t.new_zeros(size)` and friends: a new tensor on t's backend with t's dtype (or
+    `dtype=`), as in PyTorch."""
+
+    def make(self, *size, fill_value=None, dtype=None, device=None, requires_grad=False):
+        if fill is None:  # new_full(size, fill_value)
+            size, fill_value = (size[0], size[1]) if len(size) == 2 else (size[0], fill_value)
+        value = fill if fill is not None else fill_value
+        if len(size) == 1 and isinstance(size[0], (tuple, list)):
+            size = tuple(size[0])
+        return make_full(tuple(size), value, dtype=dtype or self.dtype,
+                         backend=device or self._backend, requires_grad=requires_grad)
+
+    return make
+
+
+def _new_tensor(self, data, dtype=None, device=None, requires_grad=False) -> Tensor:
+    return make_tensor(data, dtype=dtype or self.dtype, backend=device or self._backend,
+                       requires_grad=requires_grad)
+
+
+def _type_as(self, other: Tensor) -> Tensor:
+    return self.to(other.dtype)
+
+
+def _view_as(self, other: Tensor) -> Tensor:
+    return _m.view(self, other.shape)
+
+
 METHODS = {
     # construction, moving, casting
     "__init__": _init, "to": to, "cpu": lambda self: self.to("cpu"), "cuda": _cuda,
@@ -126,6 +158,19 @@ METHODS = {
     "add_": _ip.add_, "sub_": _ip.sub_, "mul_": _ip.mul_, "div_": _ip.div_, "pow_": _ip.pow_,
     "clamp_": _ip.clamp_, "neg_": _ip.neg_, "relu_": _ip.relu_,
     "fill_": _i.fill_, "copy_": _i.copy_, "zero_": lambda self: _i.fill_(self, 0),
+    # PyTorch's creation and likeness methods
+    "new_zeros": _new(0), "new_ones": _new(1), "new_empty": _new(0), "new_full": _new(None),
+    "new_tensor": _new_tensor, "type_as": _type_as, "view_as": _view_as,
+    # more elementwise math (issue 13)
+    **{name: getattr(_mt, name) for name in (
+        "sin", "cos", "tan", "sinh", "cosh", "asin", "acos", "atan", "arcsin", "arccos",
+        "arctan", "atan2", "arctan2", "log1p", "expm1", "log2", "log10", "exp2", "erfc",
+        "isnan", "isinf", "isfinite", "square", "reciprocal", "rsqrt")},
+    **{name: getattr(_rd, name) for name in (
+        "floor", "ceil", "round", "trunc", "fix", "frac", "fmod", "remainder", "floor_divide",
+        "div", "divide", "true_divide")},
+    "__floordiv__": _rd.floor_divide, "__rfloordiv__": lambda a, b: _rd.floor_divide(b, a),
+    "__mod__": _rd.remainder, "__rmod__": lambda a, b: _rd.remainder(b, a),
 }
 
 

@@ -251,6 +251,13 @@ class CupyBackend(XpBackend):
 
     # ---- linear algebra ----------------------------------------------------------------------
 
+    def math(self, name, x):
+        if name == "erfc":  # CuPy keeps the special functions in cupyx
+            from cupyx.scipy import special
+
+            return special.erfc(x)
+        return super().math(name, x)
+
     def matmul(self, a, b):
         if self._recording is not None:  # CuPy refuses its own cuBLAS calls in a capture
             return self._blas.capturable_matmul(a, b)

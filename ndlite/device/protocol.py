@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from . import fallbacks
+from . import fallbacks, hostmath
 
 Buffer = Any  # a backend's native array
 Scalar = int | float | bool
@@ -65,7 +65,7 @@ FAST_PATHS = (
     "conv2d", "conv2d_grad_input", "conv2d_grad_weight",
     "max_pool2d", "max_pool2d_grad", "avg_pool2d", "avg_pool2d_grad",
     "log_softmax", "nll_loss", "nll_loss_grad",
-    "sgd_step", "rmsprop_step", "adam_step",
+    "sgd_step", "rmsprop_step", "adam_step", "math", "math2", "argsort", "cumulative",
 )
 #: queries and abilities beyond computing, with defaults that do nothing
 CAPABILITIES = ("device_name", "info", "memory_in_use", "synchronize", "defer_host_check")
@@ -96,8 +96,7 @@ class Backend:
 
     # ---- identity (capabilities with defaults) ---------------------------------------------
 
-    def __repr__(self) -> str:
-        return self.name
+    def __repr__(self) -> str: return self.name
 
     def device_name(self) -> str:
         """A human-readable name of the device ("NVIDIA H100 80GB HBM3", "CPU (NumPy)")."""
@@ -109,7 +108,6 @@ class Backend:
 
     def memory_in_use(self) -> int | None:
         """Bytes this backend holds on its device right now, where it can tell."""
-        return None
 
     # ---- transfer and memory ---------------------------------------------------------------
 
@@ -125,8 +123,7 @@ class Backend:
         raise NotImplementedError
 
     def astype(self, x: Buffer, dtype: np.dtype) -> Buffer:
-        """A new buffer (even for x's own dtype) with `x` cast to `dtype` (NumPy's unsafe
-        casting rules)."""
+        """A new buffer (even for x's own dtype): `x` cast to `dtype` (NumPy's unsafe casts)."""
         raise NotImplementedError
 
     def assign(self, dst: Buffer, src: Buffer | Scalar) -> None:
@@ -135,8 +132,7 @@ class Backend:
         raise NotImplementedError
 
     def synchronize(self) -> None:
-        """Wait until all queued work on this device is done (capability: nothing to wait
-        for by default)."""
+        """Wait until all queued work on this device is done (by default nothing to wait)."""
 
     def empty(self, shape: tuple, dtype: np.dtype) -> Buffer:
         """Derived: a buffer whose values are not used (here zeros)."""
@@ -182,6 +178,12 @@ class Backend:
     def le(self, a, b): return self.maximum(self.lt(a, b), self.eq(a, b))
     def gt(self, a, b): return self.lt(b, a)
     def ge(self, a, b): return self.le(b, a)
+
+    # fast paths: math by name (hostmath.py: the names, and fallbacks through the host)
+    def math(self, name, x): return hostmath.unary(self, name, x)
+    def math2(self, name, a, b): return hostmath.binary(self, name, a, b)
+    def argsort(self, x, axis, descending): return hostmath.argsort(self, x, axis, descending)
+    def cumulative(self, name, x, axis): return hostmath.cumulative(self, name, x, axis)
 
     # ---- reductions ------------------------------------------------------------------------
 
