@@ -12,7 +12,7 @@ reference), CuPy (CUDA) and OpenCL. Pick a backend with `NDLITE_BACKEND` or `set
 
 __version__ = "0.1.0"
 
-from . import accelerator, autograd, backends, cuda, data, dtypes, graph, methods, nn, optim
+from . import accelerator, autograd, backends, cuda, data, dtypes, graph, linalg, methods, nn, optim
 from .autograd import grad_of as grad
 from .autograd import value_and_grad
 from .creation import (
@@ -81,6 +81,7 @@ from .ops.binary import (
     pow,
     sub,
 )
+from .ops.einsum import einsum
 from .ops.elementwise import clone, where
 from .ops.gather import gather, index_select, scatter_add, take
 from .ops.join import cat, chunk, concatenate, narrow, pad, split, stack
@@ -151,6 +152,23 @@ from .ops.rounding import (
     true_divide,
     trunc,
 )
+from .ops.selection import (
+    flip,
+    fliplr,
+    flipud,
+    ger,
+    masked_fill,
+    meshgrid,
+    norm,
+    outer,
+    repeat,
+    roll,
+    scatter,
+    tile,
+    tril,
+    triu,
+)
+from .ops.sorting import argsort, cumprod, cumsum, kthvalue, median, prod, sort, topk
 from .ops.unary import abs, exp, log, neg, relu, sigmoid, sign, sqrt, tanh
 from .serialization import load, save
 from .tensor import Tensor

@@ -27,6 +27,8 @@ from .ops import math as _mt
 from .ops import movement as _m
 from .ops import reduce as _r
 from .ops import rounding as _rd
+from .ops import selection as _sl
+from .ops import sorting as _so
 from .ops import unary as _u
 from .tensor import Tensor
 
@@ -169,6 +171,15 @@ METHODS = {
     **{name: getattr(_rd, name) for name in (
         "floor", "ceil", "round", "trunc", "fix", "frac", "fmod", "remainder", "floor_divide",
         "div", "divide", "true_divide")},
+    # sorting, scans, shape and selection (issue 13)
+    **{name: getattr(_so, name) for name in (
+        "sort", "argsort", "topk", "kthvalue", "median", "cumsum", "cumprod", "prod")},
+    **{name: getattr(_sl, name) for name in (
+        "tril", "triu", "masked_fill", "masked_fill_", "repeat", "tile", "roll", "flip",
+        "fliplr", "flipud", "outer", "ger", "norm", "scatter", "scatter_", "scatter_add",
+        "scatter_add_")},
+    "tril_": lambda self, diagonal=0: _i.copy_(self, _sl.tril(self, diagonal)),
+    "triu_": lambda self, diagonal=0: _i.copy_(self, _sl.triu(self, diagonal)),
     "__floordiv__": _rd.floor_divide, "__rfloordiv__": lambda a, b: _rd.floor_divide(b, a),
     "__mod__": _rd.remainder, "__rmod__": lambda a, b: _rd.remainder(b, a),
 }

@@ -20,10 +20,11 @@ from ..ops.math import elu, hardtanh, logsigmoid, silu, softplus
 from ..ops.movement import flatten
 from ..ops.normalization import batch_norm
 from ..ops.pool import adaptive_avg_pool2d, avg_pool2d, max_pool2d
+from ..ops.selection import one_hot
 from ..ops.unary import relu, sigmoid, tanh
 
 __all__ = ["adaptive_avg_pool2d", "avg_pool2d", "batch_norm", "binary_cross_entropy",
            "binary_cross_entropy_with_logits", "conv2d", "cross_entropy", "dropout", "flatten",
            "gelu", "l1_loss", "leaky_relu", "linear", "log_softmax", "max_pool2d", "mse_loss",
            "nll_loss", "pad", "relu", "sigmoid", "softmax", "tanh", "elu", "hardtanh",
-           "logsigmoid", "silu", "softplus"]
+           "logsigmoid", "silu", "softplus", "one_hot"]

@@ -32,6 +32,9 @@ from . import (  # noqa: I001 - the order above
     normalization,
     math,
     rounding,
+    sorting,
+    selection,
+    einsum,
 )
 from .registry import (
     EXACT,
@@ -51,4 +54,4 @@ __all__ = ["OPS", "Op", "Spec", "register", "declare", "define", "implements", "
            "SCALED", "EXACT", "TRANSCENDENTAL", "samples", "cast", "dispatch", "elementwise",
            "unary", "binary", "movement", "join", "gather", "inplace", "indexing", "reduce",
            "linalg", "activation", "conv", "pool", "loss", "normalization", "math",
-           "rounding"]
+           "rounding", "sorting", "selection", "einsum"]
