@@ -12,6 +12,8 @@ reference), CuPy (CUDA) and OpenCL. Pick a backend with `NDLITE_BACKEND` or `set
 
 __version__ = "0.1.0"
 
+import builtins
+
 from . import accelerator, autograd, backends, cuda, data, dtypes, graph, linalg, methods, nn, optim
 from .autograd import grad_of as grad
 from .autograd import value_and_grad
@@ -60,7 +62,8 @@ from .errors import (
     OutOfMemoryError,
     ShapeError,
 )
-from .graph import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .grad_mode import inference_mode, is_inference_mode_enabled, no_grad
+from .graph import enable_grad, is_grad_enabled, set_grad_enabled
 from .ops.binary import (
     add,
     clamp,
@@ -176,3 +179,37 @@ from .tensor import Tensor
 float = float32  # noqa: A001 - torch.float
 bool = bool_  # noqa: A001 - torch.bool
 int = int32  # noqa: A001 - torch.int
+
+
+def is_tensor(obj) -> bool:
+    """Whether obj is an ndlite Tensor."""
+    return isinstance(obj, Tensor)
+
+
+def is_floating_point(input: Tensor) -> bool:
+    return input.is_floating_point()
+
+
+def numel(input: Tensor) -> int:
+    return input.numel()
+
+
+def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
+             equal_nan: bool = False) -> bool:
+    """|input - other| <= atol + rtol * |other| everywhere (compared on the host)."""
+    import numpy as np
+
+    a, b = input.detach().numpy(), other.detach().numpy()
+    return builtins.bool(np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+def equal(input: Tensor, other: Tensor) -> bool:
+    """Same shape and the same values."""
+    return input.shape == other.shape and builtins.bool((input == other).all().item())
+
+
+# reductions and scans take axis= as well as dim= (methods.AXIS_ALIASED)
+(sum, mean, var, std, max, min, amax, amin, argmax, argmin, logsumexp, all, any, cumsum,
+ cumprod, prod, argsort, sort, median) = [methods.axis_alias(f) for f in (
+    sum, mean, var, std, max, min, amax, amin, argmax, argmin, logsumexp, all, any, cumsum,
+    cumprod, prod, argsort, sort, median)]

@@ -117,6 +117,31 @@ def _view_as(self, other: Tensor) -> Tensor:
     return _m.view(self, other.shape)
 
 
+def _format(self, spec: str) -> str:
+    """f"{loss:.4f}" formats a 0-d tensor's value; other tensors format their str."""
+    if self.ndim == 0:
+        return format(self.item(), spec)
+    return format(str(self), spec)
+
+
+def axis_alias(fn):
+    """`fn` that also takes NumPy's `axis=` for PyTorch's `dim=` (as torch's reductions do)."""
+
+    def call(*args, axis=None, **kwargs):
+        if axis is not None:
+            kwargs["dim"] = axis
+        return fn(*args, **kwargs)
+
+    call.__name__, call.__qualname__, call.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
+    call.__wrapped__ = fn
+    return call
+
+
+#: the reductions and scans that accept axis= as well as dim=
+AXIS_ALIASED = ("sum", "mean", "var", "std", "max", "min", "amax", "amin", "argmax", "argmin",
+                "logsumexp", "all", "any", "cumsum", "cumprod", "prod", "argsort", "sort",
+                "median")
+
 METHODS = {
     # construction, moving, casting
     "__init__": _init, "to": to, "cpu": lambda self: self.to("cpu"), "cuda": _cuda,
@@ -180,6 +205,7 @@ METHODS = {
         "scatter_add_")},
     "tril_": lambda self, diagonal=0: _i.copy_(self, _sl.tril(self, diagonal)),
     "triu_": lambda self, diagonal=0: _i.copy_(self, _sl.triu(self, diagonal)),
+    "__format__": _format,
     "__floordiv__": _rd.floor_divide, "__rfloordiv__": lambda a, b: _rd.floor_divide(b, a),
     "__mod__": _rd.remainder, "__rmod__": lambda a, b: _rd.remainder(b, a),
 }
@@ -187,6 +213,8 @@ METHODS = {
 
 def bind() -> None:
     """Set every entry of METHODS on Tensor (run once, when ndlite is imported)."""
+    for name in AXIS_ALIASED:
+        METHODS[name] = axis_alias(METHODS[name])
     for name, fn in METHODS.items():
         setattr(Tensor, name, fn)
     Tensor.T = property(_m.t)

@@ -298,7 +298,7 @@ def using(spec: str | Backend) -> Iterator[Backend]:
     >>> import ndlite
     >>> with ndlite.using("numpy"):
     ...     ndlite.zeros(2).device
-    'numpy'
+    device(type='cpu')
     """
     backend = get_backend(spec)
     _local.stack.append(backend)

@@ -5,7 +5,7 @@ The modules build on each other in this order, and import only what is above the
 registry, samples -> cast -> dispatch (the apply path) -> calls -> elementwise (where, clone)
 -> unary -> binary -> movement -> join -> gather -> inplace -> indexing -> reduce -> linalg
 -> activation -> conv -> pool -> loss -> normalization, then the families added for
-PyTorch programs (issue 13): math -> rounding -> sorting -> selection -> einsum.
+PyTorch programs (issue 13): math -> rounding -> sorting -> selection -> einsum -> resample.
 Backward formulas use Tensor methods and operators, which are bound once every op is loaded
 (ndlite/methods.py).
 """
@@ -35,6 +35,7 @@ from . import (  # noqa: I001 - the order above
     sorting,
     selection,
     einsum,
+    resample,
 )
 from .registry import (
     EXACT,
@@ -54,4 +55,5 @@ __all__ = ["OPS", "Op", "Spec", "register", "declare", "define", "implements", "
            "SCALED", "EXACT", "TRANSCENDENTAL", "samples", "cast", "dispatch", "elementwise",
            "unary", "binary", "movement", "join", "gather", "inplace", "indexing", "reduce",
            "linalg", "activation", "conv", "pool", "loss", "normalization", "math",
-           "rounding", "sorting", "selection", "einsum"]
+           "rounding", "sorting", "selection", "einsum",
+           "resample"]

@@ -170,3 +170,4 @@ def div(input, other, *, rounding_mode: str | None = None) -> Tensor:
 
 
 true_divide = divide = true_div
+IntRemainder.function, IntFloorDivide.function = remainder, floor_divide

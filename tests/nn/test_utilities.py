@@ -1,0 +1,64 @@
+"""PyTorch utilities programs reach for: nn.utils clipping, containers, Identity, grad modes
+as bare decorators, f-string formatting of 0-d tensors, axis=, F.pad modes, interpolate."""
+
+import numpy as np
+import pytest
+
+import ndlite
+import ndlite.nn.functional as F
+from ndlite import nn
+
+
+def test_clip_grad_norm_and_value():
+    a, b = nn.Parameter(ndlite.ones(3)), nn.Parameter(ndlite.ones(4))
+    a.grad, b.grad = ndlite.full((3,), 2.0), ndlite.full((4,), 2.0)
+    total = nn.utils.clip_grad_norm_([a, b], max_norm=1.0)
+    assert total.item() == pytest.approx(np.sqrt(7 * 4))
+    joint = np.sqrt((a.grad * a.grad).sum().item() + (b.grad * b.grad).sum().item())
+    assert joint == pytest.approx(1.0, rel=1e-5)
+    nn.utils.clip_grad_value_([a], 0.1)
+    assert a.grad.tolist() == pytest.approx([0.1] * 3)
+
+
+def test_containers_register_their_parameters():
+    model = nn.ModuleDict({"wte": nn.Embedding(4, 2) if hasattr(nn, "Embedding") else
+                           nn.Linear(4, 2), "head": nn.Identity()})
+    model["proj"] = nn.Linear(2, 2)
+    assert "proj" in model and len(model) == 3
+    assert {name.split(".")[0] for name, _ in model.named_parameters()} == {"wte", "proj"}
+    plist = nn.ParameterList([ndlite.zeros(2), nn.Parameter(ndlite.ones(1))])
+    pdict = nn.ParameterDict({"scale": ndlite.ones(2)})
+    assert len(list(plist.parameters())) == 2 and pdict["scale"].requires_grad
+    assert nn.SiLU()(ndlite.zeros(1)).item() == 0.0 and nn.Identity(5)(3) == 3
+
+
+def test_grad_modes_and_formatting():
+    x = ndlite.ones(2, requires_grad=True)
+
+    @ndlite.no_grad
+    def bare(t):
+        return t * 2
+
+    @ndlite.inference_mode()
+    def called(t):
+        return t * 2
+
+    assert not bare(x).requires_grad and not called(x).requires_grad
+    with ndlite.inference_mode():
+        assert not (x * 2).requires_grad
+    loss = (x * 3).sum()
+    assert f"{loss:.4f}" == "6.0000" and f"{loss.detach():>5.1f}" == "  6.0"
+    assert ndlite.is_tensor(x) and not ndlite.is_tensor(1.0)
+    assert ndlite.allclose(x, ndlite.ones(2)) and x.sum(axis=0).item() == 2.0
+
+
+def test_pad_modes_and_interpolate_match_torch_conventions():
+    x = ndlite.arange(6.0).reshape(1, 1, 2, 3)
+    assert F.pad(x, (2, 1), mode="reflect")[0, 0, 0].tolist() == [2, 1, 0, 1, 2, 1]
+    assert F.pad(x, (1, 1), mode="replicate")[0, 0, 1].tolist() == [3, 3, 4, 5, 5]
+    assert F.pad(x, (1, 2), mode="circular")[0, 0, 0].tolist() == [2, 0, 1, 2, 0, 1]
+    assert F.interpolate(x, scale_factor=2).shape == (1, 1, 4, 6)
+    up = F.interpolate(x, size=(2, 6), mode="bilinear")[0, 0, 0].tolist()
+    assert up == pytest.approx([0.0, 0.25, 0.75, 1.25, 1.75, 2.0])
+    with pytest.raises(ndlite.ShapeError, match="reflect"):
+        F.pad(x, (3, 0), mode="reflect")
