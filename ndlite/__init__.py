@@ -173,6 +173,7 @@ from .ops.selection import (
 )
 from .ops.sorting import argsort, cumprod, cumsum, kthvalue, median, prod, sort, topk
 from .ops.unary import abs, exp, log, neg, relu, sigmoid, sign, sqrt, tanh
+from .random import Generator, bernoulli, multinomial, normal
 from .serialization import load, save
 from .tensor import Tensor
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import autograd
+from . import random as _random
 from .creation import full as make_full
 from .creation import tensor as make_tensor
 from .device.protocol import Backend
@@ -213,6 +214,7 @@ METHODS = {
 
 def bind() -> None:
     """Set every entry of METHODS on Tensor (run once, when ndlite is imported)."""
+    METHODS.update(_random.METHODS)
     for name in AXIS_ALIASED:
         METHODS[name] = axis_alias(METHODS[name])
     for name, fn in METHODS.items():
