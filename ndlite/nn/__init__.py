@@ -19,10 +19,12 @@ from .layers import AdaptiveAvgPool2d, AvgPool2d, Conv2d, Dropout, Flatten, Line
 from .loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
 from .module import Module, Parameter
 from .normalization import BatchNorm1d, BatchNorm2d
+from .transformer_layers import Embedding, LayerNorm
 
 __all__ = ["AdaptiveAvgPool2d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d",
            "BatchNorm2d", "Conv2d", "CrossEntropyLoss", "Dropout", "Flatten", "GELU", "L1Loss",
            "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "MaxPool2d", "Module", "ModuleList",
            "NLLLoss", "Parameter", "ReLU", "Sequential", "Sigmoid", "Softmax", "Tanh",
            "functional", "init", "models", "utils", "ELU", "Hardtanh", "Identity", "LogSigmoid",
-           "ModuleDict", "ParameterDict", "ParameterList", "SiLU", "Softplus"]
+           "ModuleDict", "ParameterDict", "ParameterList", "SiLU", "Softplus", "Embedding",
+           "LayerNorm"]

@@ -21,6 +21,7 @@ from ..ops.normalization import batch_norm
 from ..ops.pool import adaptive_avg_pool2d, avg_pool2d, max_pool2d
 from ..ops.resample import interpolate, normalize, pad
 from ..ops.selection import one_hot
+from ..ops.transformer import embedding, layer_norm, scaled_dot_product_attention
 from ..ops.unary import relu, sigmoid, tanh
 
 __all__ = ["adaptive_avg_pool2d", "avg_pool2d", "batch_norm", "binary_cross_entropy",
@@ -28,4 +29,5 @@ __all__ = ["adaptive_avg_pool2d", "avg_pool2d", "batch_norm", "binary_cross_entr
            "gelu", "l1_loss", "leaky_relu", "linear", "log_softmax", "max_pool2d", "mse_loss",
            "nll_loss", "pad", "relu", "sigmoid", "softmax", "tanh", "elu", "hardtanh",
            "logsigmoid", "silu", "softplus", "one_hot",
-           "interpolate", "normalize"]
+           "interpolate", "normalize", "embedding", "layer_norm",
+           "scaled_dot_product_attention"]

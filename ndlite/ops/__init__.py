@@ -5,7 +5,8 @@ The modules build on each other in this order, and import only what is above the
 registry, samples -> cast -> dispatch (the apply path) -> calls -> elementwise (where, clone)
 -> unary -> binary -> movement -> join -> gather -> inplace -> indexing -> reduce -> linalg
 -> activation -> conv -> pool -> loss -> normalization, then the families added for
-PyTorch programs (issue 13): math -> rounding -> sorting -> selection -> einsum -> resample.
+PyTorch programs (issue 13): math -> rounding -> sorting -> selection -> einsum -> resample
+-> transformer.
 Backward formulas use Tensor methods and operators, which are bound once every op is loaded
 (ndlite/methods.py).
 """
@@ -36,6 +37,7 @@ from . import (  # noqa: I001 - the order above
     selection,
     einsum,
     resample,
+    transformer,
 )
 from .registry import (
     EXACT,
@@ -56,4 +58,4 @@ __all__ = ["OPS", "Op", "Spec", "register", "declare", "define", "implements", "
            "unary", "binary", "movement", "join", "gather", "inplace", "indexing", "reduce",
            "linalg", "activation", "conv", "pool", "loss", "normalization", "math",
            "rounding", "sorting", "selection", "einsum",
-           "resample"]
+           "resample", "transformer"]

@@ -62,3 +62,21 @@ def test_pad_modes_and_interpolate_match_torch_conventions():
     assert up == pytest.approx([0.0, 0.25, 0.75, 1.25, 1.75, 2.0])
     with pytest.raises(ndlite.ShapeError, match="reflect"):
         F.pad(x, (3, 0), mode="reflect")
+
+
+def test_transformer_layers():
+    emb = nn.Embedding(10, 4, padding_idx=0)
+    idx = ndlite.tensor([[0, 3, 9]])
+    out = emb(idx)
+    assert out.shape == (1, 3, 4) and out[0, 0].tolist() == [0.0] * 4
+    out.sum().backward()
+    assert emb.weight.grad[0].tolist() == [0.0] * 4 and emb.weight.grad[3].tolist() == [1.0] * 4
+    with pytest.raises(IndexError, match="embedding"):
+        emb(ndlite.tensor([10]))
+    ln = nn.LayerNorm(4)
+    y = ln(ndlite.arange(8.0).reshape(2, 4)).detach().numpy()
+    np.testing.assert_allclose(y.mean(-1), 0, atol=1e-6)
+    np.testing.assert_allclose(y.std(-1), 1, atol=1e-3)
+    q = ndlite.randn(1, 2, 3, 4)
+    att = F.scaled_dot_product_attention(q, q, q, is_causal=True)
+    assert att.shape == (1, 2, 3, 4) and att[0, 0, 0].tolist() == q[0, 0, 0].tolist()
