@@ -182,6 +182,14 @@ bool = bool_  # noqa: A001 - torch.bool
 int = int32  # noqa: A001 - torch.int
 
 
+def compile(model=None, **kwargs):  # noqa: A001 - torch.compile
+    """PyTorch's torch.compile, accepted for compatibility: returns `model` unchanged (ndlite
+    runs eagerly; on CuPy, `ndlite.cuda.capture` records a whole step instead)."""
+    if model is None:
+        return lambda fn: fn
+    return model
+
+
 def is_tensor(obj) -> bool:
     """Whether obj is an ndlite Tensor."""
     return isinstance(obj, Tensor)

@@ -43,7 +43,8 @@ def _init(self, data, dtype=None, backend=None, requires_grad: bool = False):
         self.requires_grad_()
 
 
-def to(self, *args, dtype=None, backend=None, device=None, copy: bool = False) -> Tensor:
+def to(self, *args, dtype=None, backend=None, device=None, copy: bool = False,
+       non_blocking: bool = False, memory_format=None) -> Tensor:
     """Another backend and/or dtype: `t.to("cupy")`, `t.to(ndlite.float64)`,
     `t.to("opencl", ndlite.float32)`, PyTorch's `t.to("cuda")`, `t.to(other_tensor)`.
     Differentiable; returns self when nothing changes."""
@@ -149,6 +150,7 @@ METHODS = {
     "float": _cast_to("float32"), "double": _cast_to("float64"), "long": _cast_to("int64"),
     "int": _cast_to("int32"), "bool": _cast_to("bool"), "type": _type,
     "astype": _c.astype, "clone": _e.clone, "contiguous": _contiguous,
+    "pin_memory": _contiguous, "is_pinned": lambda self: False,
     "backward": autograd.backward,
     # arithmetic and comparison operators (reflected forms swap the operands)
     "__add__": _b.add, "__radd__": _b.add, "__sub__": _b.sub, "__rsub__": _b.rsub,

@@ -44,5 +44,8 @@ class _CallableModule(types.ModuleType):
     def __call__(self, type, index=None) -> Device:  # noqa: A002 - torch.device's names
         return Device(type, index)
 
+    def __instancecheck__(self, obj) -> bool:  # isinstance(d, ndlite.device), as torch's
+        return isinstance(obj, Device)
+
 
 sys.modules[__name__].__class__ = _CallableModule

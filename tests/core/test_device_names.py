@@ -49,3 +49,10 @@ def test_tf32_switches_are_off_by_default_and_settable():
         assert ndlite.backends.cuda.matmul.allow_tf32 is True
     finally:
         ndlite.backends.cuda.matmul.allow_tf32 = False
+
+
+def test_script_idioms_that_are_no_ops_here():
+    x = ndlite.ones(2).pin_memory().to("cpu", non_blocking=True)
+    assert isinstance(x.device, ndlite.device) and not isinstance("cpu", ndlite.device)
+    model = ndlite.nn.Linear(2, 2)
+    assert ndlite.compile(model) is model
