@@ -127,11 +127,14 @@ def _format(self, spec: str) -> str:
 
 
 def axis_alias(fn):
-    """`fn` that also takes NumPy's `axis=` for PyTorch's `dim=` (as torch's reductions do)."""
+    """`fn` that also takes NumPy's `axis=` / `keepdims=` for PyTorch's `dim=` / `keepdim=`
+    (as torch's argument parser does)."""
 
-    def call(*args, axis=None, **kwargs):
+    def call(*args, axis=None, keepdims=None, **kwargs):
         if axis is not None:
             kwargs["dim"] = axis
+        if keepdims is not None:
+            kwargs["keepdim"] = keepdims
         return fn(*args, **kwargs)
 
     call.__name__, call.__qualname__, call.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__

@@ -50,6 +50,7 @@ def test_grad_modes_and_formatting():
     assert f"{loss:.4f}" == "6.0000" and f"{loss.detach():>5.1f}" == "  6.0"
     assert ndlite.is_tensor(x) and not ndlite.is_tensor(1.0)
     assert ndlite.allclose(x, ndlite.ones(2)) and x.sum(axis=0).item() == 2.0
+    assert ndlite.ones(2, 3).mean(axis=1, keepdims=True).shape == (2, 1)
 
 
 def test_pad_modes_and_interpolate_match_torch_conventions():
