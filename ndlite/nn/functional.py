@@ -19,7 +19,7 @@ from ..ops.math import elu, hardtanh, logsigmoid, silu, softplus
 from ..ops.movement import flatten
 from ..ops.normalization import batch_norm
 from ..ops.pool import adaptive_avg_pool2d, avg_pool2d, max_pool2d
-from ..ops.resample import interpolate, normalize, pad
+from ..ops.resample import fold, interpolate, normalize, pad, unfold
 from ..ops.selection import one_hot
 from ..ops.transformer import embedding, layer_norm, scaled_dot_product_attention
 from ..ops.unary import relu, sigmoid, tanh
@@ -30,4 +30,4 @@ __all__ = ["adaptive_avg_pool2d", "avg_pool2d", "batch_norm", "binary_cross_entr
            "nll_loss", "pad", "relu", "sigmoid", "softmax", "tanh", "elu", "hardtanh",
            "logsigmoid", "silu", "softplus", "one_hot",
            "interpolate", "normalize", "embedding", "layer_norm",
-           "scaled_dot_product_attention"]
+           "scaled_dot_product_attention", "fold", "unfold"]

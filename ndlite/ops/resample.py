@@ -1,8 +1,10 @@
 """Padding modes beyond constant, resizing and normalizing, as `torch.nn.functional` has them:
 pad(mode="reflect" | "replicate" | "circular"), interpolate(mode="nearest" | "bilinear" |
-"linear"), normalize. Each is a selection along one dim at a time (`index_select` with indices
-computed on the host, whose gradient is a deterministic scatter-add) plus, for bilinear, a
-weighted sum of two such selections per dim (separable, as the bilinear weights are).
+"linear"), normalize; unfold / fold. Padding and resizing select along one dim at a time
+(`index_select` with indices computed on the host, whose gradient is a deterministic
+scatter-add), bilinear as a weighted sum of two such selections per dim (separable, as the
+bilinear weights are); unfold is a grouped convolution with one-hot kernels and fold its
+input gradient.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import numpy as np
 from ..creation import tensor as make_tensor
 from ..errors import ShapeError
 from ..tensor import Tensor
+from .conv import conv2d, conv2d_grad_input, pair
 from .gather import index_select
 from .join import pad as constant_pad
 from .registry import Spec, declare
@@ -149,3 +152,52 @@ declare("interpolate_bilinear", Spec(UNARY, call=lambda x: interpolate(
     _image(x), size=(3, 5), mode="bilinear")), interpolate)
 declare("normalize", Spec(UNARY, tol="transcendental", kinks="zero", call=lambda x: normalize(
     x.reshape(1, -1))), normalize)
+
+
+# ---- unfold / fold (im2col / col2im) ----------------------------------------------------------
+
+
+def _patch_weight(channels: int, kernel: tuple, like: Tensor) -> Tensor:
+    """(C kh kw, 1, kh, kw) one-hot kernels: output channel c kh kw + i kw + j copies input
+    channel c at kernel offset (i, j), PyTorch's unfold order."""
+    kh, kw = kernel
+    eye = np.eye(kh * kw, dtype=like.dtype).reshape(kh * kw, 1, kh, kw)
+    return make_tensor(np.tile(eye, (channels, 1, 1, 1)), backend=like._backend)
+
+
+def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
+    """F.unfold (im2col): the sliding (kh, kw) patches of (N, C, H, W) input as columns,
+    (N, C kh kw, L); a grouped convolution with one-hot kernels, so exact and differentiable."""
+    if input.ndim != 4:
+        raise ShapeError(f"unfold: needs (N, C, H, W) input, got shape {input.shape}")
+    kernel = pair(kernel_size, "kernel_size", "unfold")
+    n, c = input.shape[:2]
+    cols = conv2d(input, _patch_weight(c, kernel, input), None, stride, padding, dilation, c)
+    return cols.reshape(n, cols.shape[1], -1)
+
+
+def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
+    """F.fold (col2im), the adjoint of unfold: (N, C kh kw, L) columns summed back into
+    (N, C, H, W) = output_size; overlapping patches add up."""
+    kernel = pair(kernel_size, "kernel_size", "fold")
+    height, width = pair(output_size, "output_size", "fold")
+    s, p, d = (pair(v, name, "fold") for v, name in ((stride, "stride"), (padding, "padding"),
+                                                     (dilation, "dilation")))
+    if input.ndim != 3 or input.shape[1] % (kernel[0] * kernel[1]):
+        raise ShapeError(f"fold: needs (N, C * {kernel[0]} * {kernel[1]}, L) input, got shape "
+                         f"{input.shape}")
+    oh = (height + 2 * p[0] - d[0] * (kernel[0] - 1) - 1) // s[0] + 1
+    ow = (width + 2 * p[1] - d[1] * (kernel[1] - 1) - 1) // s[1] + 1
+    if oh * ow != input.shape[2]:
+        raise ShapeError(f"fold: {input.shape[2]} blocks do not tile output_size "
+                         f"{(height, width)} ({oh} x {ow} expected)")
+    n, c = input.shape[0], input.shape[1] // (kernel[0] * kernel[1])
+    grad = input.reshape(n, input.shape[1], oh, ow)
+    return conv2d_grad_input(grad, _patch_weight(c, kernel, input), (n, c, height, width), s, p,
+                             d, c)
+
+
+declare("unfold", Spec(UNARY, tol="exact", call=lambda x: unfold(_image(x), (2, 1), padding=1,
+                                                                   stride=(1, 2))), unfold)
+declare("fold", Spec(UNARY, call=lambda x: fold(unfold(_image(x), 2, padding=1), _image(
+    x).shape[-2:], 2, padding=1)), fold)

@@ -81,3 +81,13 @@ def test_transformer_layers():
     q = ndlite.randn(1, 2, 3, 4)
     att = F.scaled_dot_product_attention(q, q, q, is_causal=True)
     assert att.shape == (1, 2, 3, 4) and att[0, 0, 0].tolist() == q[0, 0, 0].tolist()
+
+
+def test_unfold_and_fold_are_adjoint():
+    x = ndlite.arange(24.0).reshape(1, 2, 3, 4)
+    cols = F.unfold(x, 2)
+    assert cols.shape == (1, 8, 6) and cols[0, :, 0].tolist() == [0, 1, 4, 5, 12, 13, 16, 17]
+    counts = F.fold(F.unfold(ndlite.ones(1, 1, 3, 4), 2), (3, 4), 2)
+    assert counts[0, 0].tolist() == [[1, 2, 2, 1], [2, 4, 4, 2], [1, 2, 2, 1]]
+    with pytest.raises(ndlite.ShapeError, match="fold"):
+        F.fold(cols, (5, 5), 2)
