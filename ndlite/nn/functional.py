@@ -15,6 +15,7 @@ from ..ops.loss import (
     mse_loss,
     nll_loss,
 )
+from ..ops.losses_more import cosine_similarity, huber_loss, kl_div, smooth_l1_loss
 from ..ops.math import elu, hardtanh, logsigmoid, silu, softplus
 from ..ops.movement import flatten
 from ..ops.normalization import batch_norm
@@ -30,4 +31,5 @@ __all__ = ["adaptive_avg_pool2d", "avg_pool2d", "batch_norm", "binary_cross_entr
            "nll_loss", "pad", "relu", "sigmoid", "softmax", "tanh", "elu", "hardtanh",
            "logsigmoid", "silu", "softplus", "one_hot",
            "interpolate", "normalize", "embedding", "layer_norm",
-           "scaled_dot_product_attention", "fold", "unfold"]
+           "scaled_dot_product_attention", "fold", "unfold", "cosine_similarity", "huber_loss",
+           "kl_div", "smooth_l1_loss"]

@@ -6,7 +6,7 @@ registry, samples -> cast -> dispatch (the apply path) -> calls -> elementwise (
 -> unary -> binary -> movement -> join -> gather -> inplace -> indexing -> reduce -> linalg
 -> activation -> conv -> pool -> loss -> normalization, then the families added for
 PyTorch programs (issue 13): math -> rounding -> sorting -> selection -> einsum -> resample
--> transformer.
+-> transformer -> losses_more.
 Backward formulas use Tensor methods and operators, which are bound once every op is loaded
 (ndlite/methods.py).
 """
@@ -38,6 +38,7 @@ from . import (  # noqa: I001 - the order above
     einsum,
     resample,
     transformer,
+    losses_more,
 )
 from .registry import (
     EXACT,
@@ -58,4 +59,4 @@ __all__ = ["OPS", "Op", "Spec", "register", "declare", "define", "implements", "
            "unary", "binary", "movement", "join", "gather", "inplace", "indexing", "reduce",
            "linalg", "activation", "conv", "pool", "loss", "normalization", "math",
            "rounding", "sorting", "selection", "einsum",
-           "resample", "transformer"]
+           "resample", "transformer", "losses_more"]

@@ -91,3 +91,13 @@ def test_unfold_and_fold_are_adjoint():
     assert counts[0, 0].tolist() == [[1, 2, 2, 1], [2, 4, 4, 2], [1, 2, 2, 1]]
     with pytest.raises(ndlite.ShapeError, match="fold"):
         F.fold(cols, (5, 5), 2)
+
+
+def test_more_losses_against_their_definitions():
+    x, y = ndlite.tensor([0.0, 0.5, 3.0]), ndlite.tensor([0.0, 0.0, 0.0])
+    assert F.smooth_l1_loss(x, y, reduction="none").tolist() == [0.0, 0.125, 2.5]
+    assert F.huber_loss(x, y, delta=2.0, reduction="sum").item() == pytest.approx(0.125 + 4.0)
+    p = ndlite.tensor([[0.5, 0.5]])
+    assert F.kl_div(p.log(), p, reduction="batchmean").item() == pytest.approx(0.0, abs=1e-7)
+    sim = F.cosine_similarity(ndlite.tensor([[1.0, 0.0]]), ndlite.tensor([[1.0, 1.0]]))
+    assert sim.item() == pytest.approx(2 ** -0.5)
