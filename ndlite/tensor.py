@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import graph
+from .device.registry import Device
 from .errors import DTypeError, ShapeError
 
 
@@ -87,9 +88,10 @@ class Tensor:
         return self._data
 
     @property
-    def device(self) -> str:
-        """Where the tensor lives, as a backend spec: "numpy", "cupy:0", "opencl:1"."""
-        return self._backend.name
+    def device(self) -> Device:
+        """Where the tensor lives, as PyTorch names it: device(type='cpu') for the NumPy
+        backend, 'cuda:0', 'opencl:1'; compares equal to those strings and to backend names."""
+        return Device.of(self._backend)
 
     def is_floating_point(self) -> bool:
         return self._data.dtype.kind == "f"

@@ -18,7 +18,7 @@ import pyopencl.tools as cl_tools
 
 from ndlite.device import Backend, DTypeError, OutOfMemoryError, ShapeError
 
-from . import conv, devices, elementwise, indexing, linalg, nn, optim, reduce
+from . import conv, devices, elementwise, indexing, linalg, mathops, nn, optim, reduce
 from .array import (
     DTYPES,
     INT32_LIMIT,
@@ -260,6 +260,14 @@ class OpenCLBackend(Backend):
     def ge(self, a, b): return binary(self, "ge", "GE", a, b, _BOOL)
 
     def where(self, cond, a, b): return elementwise.where(self, cond, a, b)
+
+    def math(self, name, x):
+        op, dtype = mathops.unary_op(name, x.dtype)
+        return apply(self, op, [x], dtype, in_dtype=x.dtype)
+
+    def math2(self, name, a, b):
+        dtype = a.dtype if isinstance(a, CLArray) else b.dtype
+        return binary(self, name, mathops.binary_op(name, dtype), a, b)
 
     # ---- reductions (reduce.py) and matmul (linalg.py) -------------------------------------
 

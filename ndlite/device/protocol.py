@@ -15,9 +15,7 @@ The methods fall in four tables, listed explicitly below (tests check that they 
 - CAPABILITIES: what a backend can do beyond computing (wait for its queue, report memory, defer
   a host check into a recorded graph, say if a reshape copied), with defaults that do nothing.
 
-CUDA graphs are an optional capability outside the tables (cupy's `graph_recorder(host_inputs)`:
-static inputs, warmup/record/load/scalars_only/launch; while recording, host reads raise and
-`defer_host_check` keeps checks): docs/cuda.md.
+CUDA graphs (cupy's `graph_recorder`) are a capability outside the tables: docs/cuda.md.
 
 Conventions every backend follows (the conformance kit checks them):
 - binary primitives take a buffer or a Python scalar for either operand (never both); a scalar
@@ -37,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from . import fallbacks, special
+from . import fallbacks, hostmath, special
 
 Buffer = Any  # a backend's native array
 Scalar = int | float | bool
@@ -60,7 +58,8 @@ DERIVED = (
 FAST_PATHS = (
     "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "erf",
     "max_pool2d", "max_pool2d_grad", "avg_pool2d", "avg_pool2d_grad",
-    "log_softmax", "nll_loss", "nll_loss_grad", "sgd_step", "rmsprop_step", "adam_step",
+    "log_softmax", "nll_loss", "nll_loss_grad",
+    "sgd_step", "rmsprop_step", "adam_step", "math", "math2", "argsort", "cumulative",
 )
 #: queries and abilities beyond computing, with defaults that do nothing
 CAPABILITIES = ("device_name", "info", "memory_in_use", "synchronize", "defer_host_check",
@@ -92,8 +91,7 @@ class Backend:
 
     # ---- identity (capabilities with defaults) ---------------------------------------------
 
-    def __repr__(self) -> str:
-        return self.name
+    def __repr__(self) -> str: return self.name
 
     def device_name(self) -> str:
         """A human-readable name of the device ("NVIDIA H100 80GB HBM3", "CPU (NumPy)")."""
@@ -105,7 +103,6 @@ class Backend:
 
     def memory_in_use(self) -> int | None:
         """Bytes this backend holds on its device right now, where it can tell."""
-        return None
 
     def shares_memory(self, a: Buffer, b: Buffer) -> bool:
         """Whether `a` may be a view of `b`'s memory (did `reshape` copy?): views for autograd."""
@@ -125,8 +122,7 @@ class Backend:
         raise NotImplementedError
 
     def astype(self, x: Buffer, dtype: np.dtype) -> Buffer:
-        """A new buffer (even for x's own dtype) with `x` cast to `dtype` (NumPy's unsafe
-        casting rules)."""
+        """A new buffer (even for x's own dtype): `x` cast to `dtype` (NumPy's unsafe casts)."""
         raise NotImplementedError
 
     def assign(self, dst: Buffer, src: Buffer | Scalar) -> None:
@@ -135,8 +131,7 @@ class Backend:
         raise NotImplementedError
 
     def synchronize(self) -> None:
-        """Wait until all queued work on this device is done (capability: nothing to wait
-        for by default)."""
+        """Wait until all queued work on this device is done (by default nothing to wait)."""
 
     def empty(self, shape: tuple, dtype: np.dtype) -> Buffer:
         """Derived: a buffer whose values are not used (here zeros)."""
@@ -182,6 +177,12 @@ class Backend:
     def le(self, a, b): return self.maximum(self.lt(a, b), self.eq(a, b))
     def gt(self, a, b): return self.lt(b, a)
     def ge(self, a, b): return self.le(b, a)
+
+    # fast paths: math by name (hostmath.py: the names, and fallbacks through the host)
+    def math(self, name, x): return hostmath.unary(self, name, x)
+    def math2(self, name, a, b): return hostmath.binary(self, name, a, b)
+    def argsort(self, x, axis, descending): return hostmath.argsort(self, x, axis, descending)
+    def cumulative(self, name, x, axis): return hostmath.cumulative(self, name, x, axis)
 
     # ---- reductions ------------------------------------------------------------------------
 
