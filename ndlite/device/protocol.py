@@ -13,9 +13,8 @@ The methods fall in four tables, listed explicitly below (tests check that they 
   specification) are slow compositions; an override agrees within the tolerance policy
   (bitwise for selections such as max-pool indices);
 - CAPABILITIES: what a backend can do beyond computing (wait for its queue, report memory, defer
-  a host check into a recorded graph, say if a reshape copied), with defaults that do nothing.
-
-CUDA graphs (cupy's `graph_recorder`) are a capability outside the tables: docs/cuda.md.
+  a host check into a recorded graph, say if a reshape copied), with defaults that do nothing;
+  CUDA graphs (cupy's `graph_recorder`) are one outside the tables: docs/cuda.md.
 
 Conventions every backend follows (the conformance kit checks them):
 - binary primitives take a buffer or a Python scalar for either operand (never both); a scalar
