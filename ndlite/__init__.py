@@ -12,7 +12,9 @@ reference), CuPy (CUDA) and OpenCL. Pick a backend with `NDLITE_BACKEND` or `set
 
 __version__ = "0.1.0"
 
-from . import autograd, cuda, data, dtypes, graph, methods, nn, optim
+import builtins
+
+from . import accelerator, autograd, backends, cuda, data, dtypes, graph, linalg, methods, nn, optim
 from .autograd import grad_of as grad
 from .autograd import value_and_grad
 from .creation import (
@@ -42,6 +44,7 @@ from .creation import (
 )
 from .device import (
     Backend,
+    Device,
     current_backend,
     get_backend,
     known_backends,
@@ -59,13 +62,13 @@ from .errors import (
     OutOfMemoryError,
     ShapeError,
 )
-from .graph import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .grad_mode import inference_mode, is_inference_mode_enabled, no_grad
+from .graph import enable_grad, is_grad_enabled, set_grad_enabled
 from .interop import from_dlpack
 from .ops.binary import (
     add,
     clamp,
     clip,
-    div,
     eq,
     ge,
     gt,
@@ -82,10 +85,38 @@ from .ops.binary import (
     pow,
     sub,
 )
+from .ops.einsum import einsum
 from .ops.elementwise import clone, where
 from .ops.gather import gather, index_select, scatter_add, take
 from .ops.join import cat, chunk, concatenate, narrow, pad, split, stack
 from .ops.linalg import bmm, dot, matmul, mm
+from .ops.math import (
+    acos,
+    arccos,
+    arcsin,
+    arctan,
+    arctan2,
+    asin,
+    atan,
+    atan2,
+    cos,
+    cosh,
+    erfc,
+    exp2,
+    expm1,
+    isfinite,
+    isinf,
+    isnan,
+    log1p,
+    log2,
+    log10,
+    reciprocal,
+    rsqrt,
+    sin,
+    sinh,
+    square,
+    tan,
+)
 from .ops.movement import (
     broadcast_to,
     flatten,
@@ -111,7 +142,39 @@ from .ops.reduce import (
     sum,
     var,
 )
+from .ops.rounding import (
+    ceil,
+    div,
+    divide,
+    fix,
+    floor,
+    floor_divide,
+    fmod,
+    frac,
+    remainder,
+    round,
+    true_divide,
+    trunc,
+)
+from .ops.selection import (
+    flip,
+    fliplr,
+    flipud,
+    ger,
+    masked_fill,
+    meshgrid,
+    norm,
+    outer,
+    repeat,
+    roll,
+    scatter,
+    tile,
+    tril,
+    triu,
+)
+from .ops.sorting import argsort, cumprod, cumsum, kthvalue, median, prod, sort, topk
 from .ops.unary import abs, exp, log, neg, relu, sigmoid, sign, sqrt, tanh
+from .random import Generator, bernoulli, multinomial, normal
 from .select import BackendChoice, select_backend
 from .serialization import load, save
 from .tensor import Tensor
@@ -119,3 +182,45 @@ from .tensor import Tensor
 float = float32  # noqa: A001 - torch.float
 bool = bool_  # noqa: A001 - torch.bool
 int = int32  # noqa: A001 - torch.int
+
+
+def compile(model=None, **kwargs):  # noqa: A001 - torch.compile
+    """PyTorch's torch.compile, accepted for compatibility: returns `model` unchanged (ndlite
+    runs eagerly; on CuPy, `ndlite.cuda.capture` records a whole step instead)."""
+    if model is None:
+        return lambda fn: fn
+    return model
+
+
+def is_tensor(obj) -> bool:
+    """Whether obj is an ndlite Tensor."""
+    return isinstance(obj, Tensor)
+
+
+def is_floating_point(input: Tensor) -> bool:
+    return input.is_floating_point()
+
+
+def numel(input: Tensor) -> int:
+    return input.numel()
+
+
+def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
+             equal_nan: bool = False) -> bool:
+    """|input - other| <= atol + rtol * |other| everywhere (compared on the host)."""
+    import numpy as np
+
+    a, b = input.detach().numpy(), other.detach().numpy()
+    return builtins.bool(np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+def equal(input: Tensor, other: Tensor) -> bool:
+    """Same shape and the same values."""
+    return input.shape == other.shape and builtins.bool((input == other).all().item())
+
+
+# reductions and scans take axis= as well as dim= (methods.AXIS_ALIASED)
+(sum, mean, var, std, max, min, amax, amin, argmax, argmin, logsumexp, all, any, cumsum,
+ cumprod, prod, argsort, sort, median) = [methods.axis_alias(f) for f in (
+    sum, mean, var, std, max, min, amax, amin, argmax, argmin, logsumexp, all, any, cumsum,
+    cumprod, prod, argsort, sort, median)]

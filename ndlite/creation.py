@@ -44,6 +44,11 @@ def generator() -> np.random.Generator:
     return _generator
 
 
+def rng(generator=None) -> np.random.Generator:
+    """The host generator to draw from: that of an `ndlite.Generator`, else the global one."""
+    return _generator if generator is None else generator.host
+
+
 def _backend(backend, device):
     return get_backend(backend if backend is not None else device)
 
@@ -227,30 +232,35 @@ def eye(n: int, m: int | None = None, dtype=None, backend=None, requires_grad=Fa
     return _finish(b.from_numpy(np.eye(n, m, dtype=as_dtype(dtype))), b, requires_grad)
 
 
-def rand(*size, dtype=None, backend=None, requires_grad=False, device=None) -> Tensor:
+def rand(*size, dtype=None, backend=None, requires_grad=False, device=None,
+         generator=None) -> Tensor:
     """Uniform random values in [0, 1)."""
     dt = as_dtype(dtype)
-    values = _generator.random(_shape(size, "rand"), dtype=dt)
+    values = rng(generator).random(_shape(size, "rand"), dtype=dt)
     b = _backend(backend, device)
     return _finish(b.from_numpy(values), b, requires_grad)
 
 
-def randn(*size, dtype=None, backend=None, requires_grad=False, device=None) -> Tensor:
+def randn(*size, dtype=None, backend=None, requires_grad=False, device=None,
+          generator=None) -> Tensor:
     """Standard normal random values."""
     dt = as_dtype(dtype)
-    values = _generator.standard_normal(_shape(size, "randn"), dtype=dt)
+    values = rng(generator).standard_normal(_shape(size, "randn"), dtype=dt)
     b = _backend(backend, device)
     return _finish(b.from_numpy(values), b, requires_grad)
 
 
-def randint(low, high=None, size=(), dtype=None, backend=None, device=None) -> Tensor:
+def randint(low, high=None, size=(), dtype=None, backend=None, device=None,
+            generator=None, requires_grad=False) -> Tensor:
     """Random integers in [low, high): `randint(10, (3,))` or `randint(0, 10, (3,))`."""
+    if isinstance(high, (tuple, list)):  # randint(high, size)
+        low, high, size = 0, low, high
     if high is None:
         low, high = 0, low
     if high <= low:
         raise ValueError(f"randint: high ({high}) must be greater than low ({low})")
     dt = as_dtype(dtype) if dtype is not None else default_int
-    values = _generator.integers(low, high, _shape((size,), "randint") if not isinstance(
+    values = rng(generator).integers(low, high, _shape((size,), "randint") if not isinstance(
         size, numbers.Integral) else (size,), dtype=np.int64).astype(dt)
     b = _backend(backend, device)
     return _finish(b.from_numpy(values), b, False)
@@ -271,8 +281,9 @@ def randint_like(t, low, high=None, dtype=None, backend=None, device=None) -> Te
     return randint(low, high, t.shape, dtype=dt, backend=b)
 
 
-def randperm(n: int, dtype=None, backend=None, device=None) -> Tensor:
+def randperm(n: int, dtype=None, backend=None, device=None, generator=None,
+             requires_grad=False) -> Tensor:
     """A random permutation of 0..n-1."""
     b = _backend(backend, device)
-    values = _generator.permutation(n).astype(as_dtype(dtype) if dtype else default_int)
+    values = rng(generator).permutation(n).astype(as_dtype(dtype) if dtype else default_int)
     return _finish(b.from_numpy(values), b, False)

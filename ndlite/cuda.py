@@ -202,3 +202,55 @@ def _on(x, backend):
     if isinstance(x, Tensor):
         return x.to(backend)
     return tensor(x, backend=backend)
+
+
+# ---- PyTorch's torch.cuda queries ------------------------------------------------------------
+
+
+def is_available() -> bool:
+    """Whether the CuPy backend can run here (CuPy installed, a CUDA device present)."""
+    from .device.registry import probe
+
+    return probe("cupy")[0] is not None
+
+
+def device_count() -> int:
+    """The number of CUDA devices the CuPy backend sees (0 without one)."""
+    if not is_available():
+        return 0
+    return len(get_backend("cupy").info().get("devices", ())) or 1
+
+
+def current_device() -> int:
+    """The index of the CUDA device new CUDA tensors go to by default."""
+    backend = current_backend()
+    if backend.kind == "cupy":
+        return int(backend.name.partition(":")[2] or 0)
+    return 0
+
+
+def is_bf16_supported(including_emulation: bool = True) -> bool:
+    """False: ndlite has no bfloat16 dtype (float32 and float64 are its floats)."""
+    return False
+
+
+def get_device_name(device=None) -> str:
+    return get_backend("cupy" if device is None else
+                       f"cupy:{device}" if isinstance(device, int) else device).device_name()
+
+
+def synchronize(device=None) -> None:
+    """Wait for queued work on the CUDA device (every started one without `device`)."""
+    from .device.registry import synchronize as sync
+
+    sync(None if device is None else f"cuda:{device}" if isinstance(device, int) else device)
+
+
+def manual_seed(seed: int) -> None:
+    """Same as ndlite.manual_seed: random numbers are drawn on the host for every backend."""
+    from .creation import manual_seed as seed_all
+
+    seed_all(seed)
+
+
+manual_seed_all = manual_seed

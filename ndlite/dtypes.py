@@ -82,6 +82,20 @@ def promote(a: np.dtype, b: np.dtype) -> np.dtype:
     return a if a.itemsize >= b.itemsize else b
 
 
+def promote_operands(a: np.dtype, a_shape: tuple, b: np.dtype, b_shape: tuple) -> np.dtype:
+    """`promote` with PyTorch's rule for a 0-d tensor beside a dimensioned one: it does not
+    widen a tensor of its category (float32 + 0-d float64 is float32), only lifts a lower
+    category to its own dtype (int32 + 0-d float64 is float64).
+
+    >>> promote_operands(float32, (3,), float64, ()) is float32
+    True
+    """
+    if bool(a_shape) != bool(b_shape):
+        zero, dims = (a, b) if not a_shape else (b, a)
+        return dims if _CATEGORY[zero] <= _CATEGORY[dims] else zero
+    return promote(a, b)
+
+
 _pyfloat, _pyint, _pybool = builtins.float, builtins.int, builtins.bool
 
 

@@ -173,10 +173,16 @@ def record(op, inputs: Sequence, out, params=None):
             shapes.append(())
             versions.append(0)
     node = Node(op, tuple(next), out._backend, tuple(shapes), params, tensor)
-    if op.save_inputs:
-        node.saved = tuple(inputs)
+    keep = op.save_inputs
+    if keep is True and op.save_for is not None:  # only what the needed gradients read
+        keep = op.save_for(tuple(n is not None for n in next))
+    if keep:
         # plain numbers: the saved tensors themselves lead to their counters at backward time
-        node.versions = tuple(versions)
+        if keep is True:
+            node.saved, node.versions = tuple(inputs), tuple(versions)
+        else:  # only the inputs backward reads: a change to another is no error
+            node.saved = tuple(t if i in keep else None for i, t in enumerate(inputs))
+            node.versions = tuple(v if i in keep else 0 for i, v in enumerate(versions))
     if op.save_output:
         node.out_data = out._data
         node.out_version = version_of(out)

@@ -113,7 +113,7 @@ def from_dlpack(x, *, backend=None, copy: bool | None = None):
     >>> a = np.arange(3, dtype=np.int64)
     >>> t = ndlite.from_dlpack(a)
     >>> a[1] = 10
-    >>> t.tolist(), t.dtype, t.device
+    >>> t.tolist(), t.dtype, t.backend.name
     ([0, 10, 2], dtype('int64'), 'numpy')
     """
     if isinstance(x, Tensor):  # no protocol needed, and an OpenCL tensor works too

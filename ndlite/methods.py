@@ -10,9 +10,11 @@ from __future__ import annotations
 import numpy as np
 
 from . import autograd
+from . import random as _random
+from .creation import full as make_full
 from .creation import tensor as make_tensor
 from .device.protocol import Backend
-from .device.registry import get_backend
+from .device.registry import Device, get_backend
 from .dtypes import as_dtype
 from .ops import binary as _b
 from .ops import cast as _c
@@ -22,8 +24,12 @@ from .ops import indexing as _i
 from .ops import inplace as _ip
 from .ops import join as _j
 from .ops import linalg as _l
+from .ops import math as _mt
 from .ops import movement as _m
 from .ops import reduce as _r
+from .ops import rounding as _rd
+from .ops import selection as _sl
+from .ops import sorting as _so
 from .ops import unary as _u
 from .tensor import Tensor
 
@@ -33,16 +39,21 @@ def _init(self, data, dtype=None, backend=None, requires_grad: bool = False):
     t = make_tensor(data, dtype=dtype, backend=backend)
     self._data, self._backend = t._data, t._backend
     self._node, self._rg, self.grad, self._vbox, self._hooks = None, False, None, None, None
+    self._view = self._views = None
     if requires_grad:
         self.requires_grad_()
 
 
-def to(self, *args, dtype=None, backend=None, device=None, copy: bool = False) -> Tensor:
+def to(self, *args, dtype=None, backend=None, device=None, copy: bool = False,
+       non_blocking: bool = False, memory_format=None) -> Tensor:
     """Another backend and/or dtype: `t.to("cupy")`, `t.to(ndlite.float64)`,
-    `t.to("opencl", ndlite.float32)`. Differentiable; returns self when nothing changes."""
+    `t.to("opencl", ndlite.float32)`, PyTorch's `t.to("cuda")`, `t.to(other_tensor)`.
+    Differentiable; returns self when nothing changes."""
     for arg in args:
-        if isinstance(arg, (str, Backend)):
+        if isinstance(arg, (str, Backend, Device)):
             backend = arg
+        elif isinstance(arg, Tensor):
+            backend, dtype = arg._backend, arg.dtype
         else:
             dtype = arg
     where = backend if backend is not None else device
@@ -57,9 +68,11 @@ def to(self, *args, dtype=None, backend=None, device=None, copy: bool = False) -
     return out
 
 
-def _cuda(self, device: int | None = None) -> Tensor:
-    """This tensor on the CuPy backend."""
-    return self.to("cupy" if device is None else f"cupy:{device}")
+def _cuda(self, device=None) -> Tensor:
+    """This tensor on the CuPy backend (`device`: an index, "cuda:1" or a Device)."""
+    if device is None or isinstance(device, int):
+        return self.to("cupy" if device is None else f"cupy:{device}")
+    return self.to(device)
 
 
 def _type(self, dtype=None):
@@ -78,12 +91,70 @@ def _contiguous(self) -> Tensor:
     return self
 
 
+def _new(fill):
+    """`t.new_zeros(size)` and friends: a new tensor on t's backend with t's dtype (or
+    `dtype=`), as in PyTorch."""
+
+    def make(self, *size, fill_value=None, dtype=None, device=None, requires_grad=False):
+        if fill is None:  # new_full(size, fill_value)
+            size, fill_value = (size[0], size[1]) if len(size) == 2 else (size[0], fill_value)
+        value = fill if fill is not None else fill_value
+        if len(size) == 1 and isinstance(size[0], (tuple, list)):
+            size = tuple(size[0])
+        return make_full(tuple(size), value, dtype=dtype or self.dtype,
+                         backend=device or self._backend, requires_grad=requires_grad)
+
+    return make
+
+
+def _new_tensor(self, data, dtype=None, device=None, requires_grad=False) -> Tensor:
+    return make_tensor(data, dtype=dtype or self.dtype, backend=device or self._backend,
+                       requires_grad=requires_grad)
+
+
+def _type_as(self, other: Tensor) -> Tensor:
+    return self.to(other.dtype)
+
+
+def _view_as(self, other: Tensor) -> Tensor:
+    return _m.view(self, other.shape)
+
+
+def _format(self, spec: str) -> str:
+    """f"{loss:.4f}" formats a 0-d tensor's value; other tensors format their str."""
+    if self.ndim == 0:
+        return format(self.item(), spec)
+    return format(str(self), spec)
+
+
+def axis_alias(fn):
+    """`fn` that also takes NumPy's `axis=` / `keepdims=` for PyTorch's `dim=` / `keepdim=`
+    (as torch's argument parser does)."""
+
+    def call(*args, axis=None, keepdims=None, **kwargs):
+        if axis is not None:
+            kwargs["dim"] = axis
+        if keepdims is not None:
+            kwargs["keepdim"] = keepdims
+        return fn(*args, **kwargs)
+
+    call.__name__, call.__qualname__, call.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
+    call.__wrapped__ = fn
+    return call
+
+
+#: the reductions and scans that accept axis= as well as dim=
+AXIS_ALIASED = ("sum", "mean", "var", "std", "max", "min", "amax", "amin", "argmax", "argmin",
+                "logsumexp", "all", "any", "cumsum", "cumprod", "prod", "argsort", "sort",
+                "median")
+
 METHODS = {
     # construction, moving, casting
-    "__init__": _init, "to": to, "cpu": lambda self: self.to("numpy"), "cuda": _cuda,
+    "__init__": _init, "to": to, "cpu": lambda self: self.to("cpu"), "cuda": _cuda,
     "float": _cast_to("float32"), "double": _cast_to("float64"), "long": _cast_to("int64"),
     "int": _cast_to("int32"), "bool": _cast_to("bool"), "type": _type,
     "astype": _c.astype, "clone": _e.clone, "contiguous": _contiguous,
+    "pin_memory": _contiguous, "is_pinned": lambda self: False,
     "backward": autograd.backward,
     # arithmetic and comparison operators (reflected forms swap the operands)
     "__add__": _b.add, "__radd__": _b.add, "__sub__": _b.sub, "__rsub__": _b.rsub,
@@ -121,11 +192,37 @@ METHODS = {
     "add_": _ip.add_, "sub_": _ip.sub_, "mul_": _ip.mul_, "div_": _ip.div_, "pow_": _ip.pow_,
     "clamp_": _ip.clamp_, "neg_": _ip.neg_, "relu_": _ip.relu_,
     "fill_": _i.fill_, "copy_": _i.copy_, "zero_": lambda self: _i.fill_(self, 0),
+    # PyTorch's creation and likeness methods
+    "new_zeros": _new(0), "new_ones": _new(1), "new_empty": _new(0), "new_full": _new(None),
+    "new_tensor": _new_tensor, "type_as": _type_as, "view_as": _view_as,
+    # more elementwise math (issue 13)
+    **{name: getattr(_mt, name) for name in (
+        "sin", "cos", "tan", "sinh", "cosh", "asin", "acos", "atan", "arcsin", "arccos",
+        "arctan", "atan2", "arctan2", "log1p", "expm1", "log2", "log10", "exp2", "erfc",
+        "isnan", "isinf", "isfinite", "square", "reciprocal", "rsqrt")},
+    **{name: getattr(_rd, name) for name in (
+        "floor", "ceil", "round", "trunc", "fix", "frac", "fmod", "remainder", "floor_divide",
+        "div", "divide", "true_divide")},
+    # sorting, scans, shape and selection (issue 13)
+    **{name: getattr(_so, name) for name in (
+        "sort", "argsort", "topk", "kthvalue", "median", "cumsum", "cumprod", "prod")},
+    **{name: getattr(_sl, name) for name in (
+        "tril", "triu", "masked_fill", "masked_fill_", "repeat", "tile", "roll", "flip",
+        "fliplr", "flipud", "outer", "ger", "norm", "scatter", "scatter_", "scatter_add",
+        "scatter_add_")},
+    "tril_": lambda self, diagonal=0: _i.copy_(self, _sl.tril(self, diagonal)),
+    "triu_": lambda self, diagonal=0: _i.copy_(self, _sl.triu(self, diagonal)),
+    "__format__": _format,
+    "__floordiv__": _rd.floor_divide, "__rfloordiv__": lambda a, b: _rd.floor_divide(b, a),
+    "__mod__": _rd.remainder, "__rmod__": lambda a, b: _rd.remainder(b, a),
 }
 
 
 def bind() -> None:
     """Set every entry of METHODS on Tensor (run once, when ndlite is imported)."""
+    METHODS.update(_random.METHODS)
+    for name in AXIS_ALIASED:
+        METHODS[name] = axis_alias(METHODS[name])
     for name, fn in METHODS.items():
         setattr(Tensor, name, fn)
     Tensor.T = property(_m.t)

@@ -23,14 +23,19 @@ VERSION = 1
 _META = "__ndlite__"
 
 
+def _contiguous(array: np.ndarray) -> np.ndarray:
+    """A row-major copy that keeps a 0-d array 0-d (np.ascontiguousarray makes it (1,))."""
+    return np.array(array, order="C", copy=True)
+
+
 def _encode(obj, arrays: list):
     if isinstance(obj, Tensor):
-        arrays.append(np.ascontiguousarray(obj.detach().numpy()))
+        arrays.append(_contiguous(obj.detach().numpy()))
         return {"tensor": len(arrays) - 1}
     if isinstance(obj, np.ndarray):
         if obj.dtype == object:
             raise TypeError("save: object arrays cannot be saved without pickle")
-        arrays.append(np.ascontiguousarray(obj))
+        arrays.append(_contiguous(obj))
         return {"array": len(arrays) - 1}
     if isinstance(obj, dict):
         return {"dict": [[_encode(k, arrays), _encode(v, arrays)] for k, v in obj.items()]}
@@ -90,9 +95,10 @@ def load(path, backend=None):
                 raise ValueError(f"{what}: it has no ndlite metadata (a foreign file?); "
                                  "checkpoints are written by ndlite.save")
             meta = json.loads(bytes(data[_META]).decode())
-            if meta.get("format") != FORMAT:
-                raise ValueError(f"{what}: unknown format {meta.get('format')!r}")
-            if meta.get("version", 0) > VERSION:
+            if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+                found = meta.get("format") if isinstance(meta, dict) else meta
+                raise ValueError(f"{what}: unknown format {found!r}")
+            if not isinstance(meta.get("version", 0), int) or meta.get("version", 0) > VERSION:
                 raise ValueError(f"{what}: written by a newer ndlite (format version "
                                  f"{meta['version']}); upgrade ndlite")
             arrays = {name: data[name] for name in data.files if name != _META}
@@ -103,6 +109,10 @@ def load(path, backend=None):
             raise
         raise ValueError(f"{what} (truncated or corrupt: {exc}); save it again") from None
     except (zipfile.BadZipFile, OSError, EOFError, KeyError, json.JSONDecodeError,
-            UnicodeDecodeError) as exc:
+            UnicodeDecodeError, RecursionError) as exc:
         raise ValueError(f"{what} (truncated or corrupt: {exc}); save it again") from None
-    return _decode(meta["tree"], arrays, backend)
+    try:
+        return _decode(meta["tree"], arrays, backend)
+    except (KeyError, AttributeError, TypeError, IndexError, ValueError, RecursionError) as exc:
+        raise ValueError(f"{what}: its metadata is malformed ({type(exc).__name__}: {exc})") \
+            from None

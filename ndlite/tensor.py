@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import graph
+from .device.registry import Device
 from .errors import DTypeError, ShapeError
 
 
@@ -27,7 +28,8 @@ class Tensor:
     [[2.0, 4.0], [6.0, 8.0]]
     """
 
-    __slots__ = ("_data", "_backend", "_node", "_rg", "grad", "_vbox", "_hooks", "__weakref__")
+    __slots__ = ("_data", "_backend", "_node", "_rg", "grad", "_vbox", "_hooks", "_view", "_views",
+                 "__weakref__")
     __array_priority__ = 1000  # numpy_array + tensor calls Tensor.__radd__
 
     @staticmethod
@@ -41,6 +43,8 @@ class Tensor:
         t.grad = None
         t._vbox = None
         t._hooks = None
+        t._view = None  # for a view: (its base, the view steps from the base); ops/views.py
+        t._views = None  # for a base: weak references to its views
         return t
 
     # ---- what it is ----------------------------------------------------------------------
@@ -84,9 +88,10 @@ class Tensor:
         return self._data
 
     @property
-    def device(self) -> str:
-        """Where the tensor lives, as a backend spec: "numpy", "cupy:0", "opencl:1"."""
-        return self._backend.name
+    def device(self) -> Device:
+        """Where the tensor lives, as PyTorch names it: device(type='cpu') for the NumPy
+        backend, 'cuda:0', 'opencl:1'; compares equal to those strings and to backend names."""
+        return Device.of(self._backend)
 
     def is_floating_point(self) -> bool:
         return self._data.dtype.kind == "f"

@@ -20,8 +20,9 @@ step is recorded, this class's own primitives look at `_recording` (host reads r
 matmul takes the recordable cuBLAS path, `defer_host_check` keeps a check for each replay).
 
 Memory comes from CuPy's pool with ndlite's out-of-memory rule (memory.py). float32 matmul
-never uses TF32 (see `_pin_fp32_matmul`). Work is queued on the device's current stream;
-`to_numpy` and `synchronize` wait for it.
+never uses TF32 unless `ndlite.backends.cuda.matmul.allow_tf32` is set (see
+`_pin_fp32_matmul`). Work is queued on the device's current stream; `to_numpy` and
+`synchronize` wait for it.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import os
 
 import numpy as np
 
-from ndlite.device import Backend, BackendUnavailableError, XpBackend
+from ndlite.device import Backend, BackendUnavailableError, XpBackend, flags
 
 from . import graph  # imports no CuPy
 
@@ -89,11 +90,17 @@ def _pin_fp32_matmul() -> None:
     to COMPUTE_TYPE_DEFAULT gives CUBLAS_COMPUTE_32F, full float32 precision (CuPy's handles
     stay in CUBLAS_DEFAULT_MATH, so cuBLAS does not substitute TF32 tensor-op math either).
     This is process-wide: raw CuPy float32 matmuls in the same process run without TF32 too.
+    `ndlite.backends.cuda.matmul.allow_tf32 = True` switches to COMPUTE_TYPE_TF32 (flags.py).
     """
     try:
         from cupy._core import _routines_linalg as linalg
 
-        linalg.set_compute_type(np.float32, linalg.COMPUTE_TYPE_DEFAULT)
+        def apply(switches):
+            tf32 = getattr(linalg, "COMPUTE_TYPE_TF32", linalg.COMPUTE_TYPE_DEFAULT)
+            linalg.set_compute_type(np.float32, tf32 if switches["matmul"]
+                                    else linalg.COMPUTE_TYPE_DEFAULT)
+
+        flags.on_tf32_change(apply)
     except (ImportError, AttributeError):  # a CuPy without the switch reads CUPY_TF32 itself
         if os.environ.get("CUPY_TF32", "0").strip() not in ("", "0"):
             raise BackendUnavailableError(
@@ -104,7 +111,7 @@ def _pin_fp32_matmul() -> None:
 
 #: primitives that are the backend's own kernels (kernels/), bound as instance attributes
 _KERNEL_PRIMITIVES = ("add", "sub", "mul", "div", "pow", "maximum", "minimum",
-                      "eq", "ne", "lt", "le", "gt", "ge", "relu", "sigmoid")
+                      "eq", "ne", "lt", "le", "gt", "ge", "relu", "sigmoid", "erf")
 
 #: every primitive and fast path of the contract (what runs on a device)
 _PRIMITIVES = tuple(sorted(
@@ -200,7 +207,8 @@ class CupyBackend(XpBackend):
             "cuda_runtime": _version(runtime.runtimeGetVersion()),
             "cuda_driver": _version(runtime.driverGetVersion()),
             "cupy": cupy.__version__,
-            "tf32": "off (float32 matmul computes in CUBLAS_COMPUTE_32F)",
+            "tf32": "on for float32 matmul" if flags.TF32["matmul"] else
+                    "off (float32 matmul computes in CUBLAS_COMPUTE_32F)",
             "devices": devices,
         }
 
@@ -242,6 +250,13 @@ class CupyBackend(XpBackend):
         cupy.copyto(dst, src, casting="unsafe")
 
     # ---- linear algebra ----------------------------------------------------------------------
+
+    def math(self, name, x):
+        if name == "erfc":  # CuPy keeps the special functions in cupyx
+            from cupyx.scipy import special
+
+            return special.erfc(x)
+        return super().math(name, x)
 
     def matmul(self, a, b):
         if self._recording is not None:  # CuPy refuses its own cuBLAS calls in a capture

@@ -293,6 +293,9 @@ def max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode):
                 if a == b == 0:
                     continue
                 np.greater(planes[a, b], best, out=better.view(np.bool_))
+                # a NaN always wins (the last one: PyTorch's index), and stays the value
+                np.logical_or(better.view(np.bool_), np.isnan(planes[a, b]),
+                              out=better.view(np.bool_))
                 if a:  # (row 0 needs no update: every earlier offset was in row 0 too)
                     _pick(row, a, better, step)
                 _pick(col, b, better, step)

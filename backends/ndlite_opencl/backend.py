@@ -18,7 +18,7 @@ import pyopencl.tools as cl_tools
 
 from ndlite.device import Backend, DTypeError, OutOfMemoryError, ShapeError
 
-from . import conv, devices, elementwise, indexing, linalg, nn, optim, reduce
+from . import conv, devices, elementwise, indexing, linalg, mathops, nn, optim, reduce
 from .array import (
     DTYPES,
     INT32_LIMIT,
@@ -238,6 +238,7 @@ class OpenCLBackend(Backend):
     def log(self, x): return apply(self, "LOG", [x], x.dtype)
     def sqrt(self, x): return apply(self, "SQRT", [x], x.dtype)
     def tanh(self, x): return apply(self, "TANH", [x], x.dtype)
+    def erf(self, x): return apply(self, "ERF", [x], x.dtype)
     def sigmoid(self, x): return apply(self, "SIGMOID", [x], x.dtype)
     def relu(self, x): return apply(self, "RELU", [x], x.dtype)
     def abs(self, x): return apply(self, "ABS", [x], x.dtype)
@@ -259,6 +260,14 @@ class OpenCLBackend(Backend):
     def ge(self, a, b): return binary(self, "ge", "GE", a, b, _BOOL)
 
     def where(self, cond, a, b): return elementwise.where(self, cond, a, b)
+
+    def math(self, name, x):
+        op, dtype = mathops.unary_op(name, x.dtype)
+        return apply(self, op, [x], dtype, in_dtype=x.dtype)
+
+    def math2(self, name, a, b):
+        dtype = a.dtype if isinstance(a, CLArray) else b.dtype
+        return binary(self, name, mathops.binary_op(name, dtype), a, b)
 
     # ---- reductions (reduce.py) and matmul (linalg.py) -------------------------------------
 
@@ -288,6 +297,9 @@ class OpenCLBackend(Backend):
             x = self.copy(x)
             strides = c_strides(shape)
         return x.view(shape, strides, x.offset)
+
+    def shares_memory(self, a: CLArray, b: CLArray) -> bool:
+        return a.data is b.data
 
     def permute(self, x: CLArray, axes: tuple) -> CLArray:
         return permute_view(x, tuple(axes))

@@ -13,6 +13,7 @@ import numpy as np
 
 from ndlite.device import DTypeError
 
+from . import mathops
 from .array import DTYPES, INT32_LIMIT, CLArray, broadcast_shape, broadcast_view, collapse
 from .kernels import ctype
 
@@ -143,4 +144,7 @@ def _kernel(b, key: tuple, nin: int):
                ("F0", int(dtypes[0].kind == "f"))]
     for i, (dtype, is_scalar) in enumerate(zip(dtypes, scalars, strict=True)):
         defines += [(f"T{i}", ctype(dtype)), (f"S{i}", int(is_scalar))]
+    math = mathops.macro(op, dtypes[0])  # the math-by-name ops bring their own OP_ macro
+    if math is not None:
+        defines.append(math)
     return b.kernels.get("elementwise.cl", "map", tuple(defines))

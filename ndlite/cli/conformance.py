@@ -45,6 +45,11 @@ def add_parser(sub) -> None:
     p.add_argument("--reproduce", metavar="BLOB",
                    help="replay one failure (the blob a failure printed; needs one backend, "
                         "one op and one dtype)")
+    p.add_argument("--programs", action="store_true",
+                   help="fuzz whole programs (views, in-place ops, grad modes) against finite "
+                        "differences, the reference and PyTorch if installed, not op by op")
+    p.add_argument("--seed", type=int, help="with --programs: a random seed (default: the "
+                                             "derandomized ci examples)")
     p.set_defaults(run=run)
 
 
@@ -171,6 +176,13 @@ def print_failures(results) -> None:
         print(f"  reproduce: {r.reproduce}")
 
 
+def _run_programs(args) -> int:
+    """--programs: the program fuzzer (ndlite.testing.programs) on the chosen backends."""
+    from ndlite.testing.programs import fuzz
+
+    return fuzz(_backends(args)[0], args.max_examples or 200, args.seed)
+
+
 def run(args) -> int:
     try:
         import hypothesis  # noqa: F401
@@ -187,6 +199,8 @@ def _run(args) -> int:
     from ndlite.testing.catalog import get_op, op_names
     from ndlite.testing.runner import Result
 
+    if args.programs:
+        return _run_programs(args)
     settings = _settings(args)
     backends, missing = _backends(args)
     ops = op_names(args.ops)

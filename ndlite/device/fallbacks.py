@@ -245,8 +245,10 @@ def max_pool2d(b, x, kernel_size, stride, padding, dilation, ceil_mode):
             real = b.copy(b.broadcast_to(inside, v.shape))
             continue
         # strict: a tie keeps the earlier (row-major) offset; but padding never wins, so an
-        # input element beats a padding tap even when both are -inf
-        better = b.maximum(b.gt(v, values), b.mul(inside, b.eq(real, False)))
+        # input element beats a padding tap even when both are -inf; an input NaN always wins
+        # (the last one, PyTorch's index), so the window's value is NaN
+        better = b.maximum(b.maximum(b.gt(v, values), b.mul(inside, b.ne(v, v))),
+                           b.mul(inside, b.eq(real, False)))
         values = b.where(better, v, values)
         indices = b.where(better, pos, indices)
         real = b.where(better, inside, real)
@@ -322,7 +324,8 @@ def nll_loss(b, input, target, ignore_index, reduction):
     safe = b.where(valid, target, 0)
     picked = b.reshape(b.gather(input, b.reshape(safe, (n, 1)), 1), (n,))
     weight = b.astype(valid, input.dtype)
-    loss = b.mul(b.neg(picked), weight)
+    # an ignored label adds exactly 0 (not -x * 0, which is NaN for an infinite x)
+    loss = b.where(valid, b.neg(picked), b.full((), 0, input.dtype))
     if reduction == "none":
         return loss
     total = b.sum(loss, (0,), False)
@@ -340,7 +343,8 @@ def nll_loss_grad(b, grad_output, target, classes, ignore_index, reduction):
         g = b.broadcast_to(grad_output, (n,))
     else:
         g = b.broadcast_to(b.div(grad_output, b.sum(weight, (0,), False)), (n,))
-    values = b.neg(b.mul(g, weight))
+    # an ignored label gets exactly 0, even when "mean" divides by a count of 0 (PyTorch)
+    values = b.where(valid, b.neg(g), b.full((), 0, grad_output.dtype))
     return b.scatter_add(b.reshape(safe, (n, 1)), b.reshape(values, (n, 1)), 1, classes)
 
 

@@ -12,24 +12,19 @@ The methods fall in four tables, listed explicitly below (tests check that they 
 - FAST_PATHS: neural-network and optimizer ops whose fallbacks (fallbacks.py, also their
   specification) are slow compositions; an override agrees within the tolerance policy
   (bitwise for selections such as max-pool indices);
-- CAPABILITIES: what a backend can do beyond computing (wait for its queue, report memory,
-  defer a host check into a recorded graph), with defaults that do nothing.
-
-CUDA graphs are an optional capability outside the tables (the cupy backend's
-`graph_recorder(host_inputs)`: static inputs, warmup/record/load/scalars_only/launch, while
-recording its own host reads raise and `defer_host_check` keeps checks): docs/cuda.md.
+- CAPABILITIES: what a backend can do beyond computing (wait for its queue, report memory, defer
+  a host check into a recorded graph, say if a reshape copied), with defaults that do nothing;
+  CUDA graphs (cupy's `graph_recorder`) are one outside the tables: docs/cuda.md.
 
 Conventions every backend follows (the conformance kit checks them):
-- binary primitives accept a buffer or a Python scalar for either operand (never both); a scalar
-  takes the other operand's dtype; buffer operands already share one dtype and broadcast
-  NumPy-style (the core promotes and checks shapes first);
-- on bool buffers `maximum` is logical or and `mul` logical and;
-- `maximum` returns its second operand on a tie (so maximum(0.0, -0.0) is -0.0) and the NaN
-  operand where there is one (the first where both are), as NumPy's does;
-- `argmax` and max-gradients pick the first maximal element in row-major order;
-- `relu` and `sign` follow NumPy at 0 (relu(-0.0) = 0.0, sign(-0.0) = 0.0);
-- results are bitwise deterministic run to run; no atomics in scatter-like primitives;
-- integer division and float→int casts follow NumPy (C truncation for casts).
+- binary primitives take a buffer or a Python scalar for either operand (never both); a scalar
+  takes the other's dtype; buffers share one dtype and broadcast NumPy-style (checked first);
+- on bool buffers `maximum` is logical or, `mul` logical and; `maximum` returns its second operand
+  on a tie (maximum(0.0, -0.0) is -0.0) and the NaN operand (the first of two), as NumPy's does;
+- `argmax` and max-gradients pick the first maximal element in row-major order; `relu` and
+  `sign` follow NumPy at 0 (relu(-0.0) = 0.0, sign(-0.0) = 0.0);
+- results are bitwise deterministic run to run; no atomics in scatter-like primitives; integer
+  division and float→int casts follow NumPy (C truncation for casts).
 """
 
 from __future__ import annotations
@@ -39,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from . import fallbacks
+from . import fallbacks, hostmath, special
 
 Buffer = Any  # a backend's native array
 Scalar = int | float | bool
@@ -49,26 +44,25 @@ REQUIRED = (
     "from_numpy", "to_numpy", "full", "astype", "assign",
     "neg", "exp", "log", "sqrt", "tanh",
     "add", "sub", "mul", "div", "pow", "maximum", "eq", "lt", "where",
-    "sum", "max", "argmax",
-    "matmul",
+    "sum", "max", "argmax", "matmul",
     "reshape", "permute", "broadcast_to", "slice", "gather", "scatter_add", "put",
 )
 #: primitives composed exactly from the required ones (overrides must give the same bits)
 DERIVED = (
     "empty", "copy",
     "sigmoid", "relu", "abs", "sign", "minimum", "ne", "le", "gt", "ge",
-    "min", "argmin",
-    "pad", "concatenate",
+    "min", "argmin", "pad", "concatenate",
 )
 #: fast paths with fallbacks in fallbacks.py (overrides agree within the tolerance policy)
 FAST_PATHS = (
-    "conv2d", "conv2d_grad_input", "conv2d_grad_weight",
+    "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "erf",
     "max_pool2d", "max_pool2d_grad", "avg_pool2d", "avg_pool2d_grad",
     "log_softmax", "nll_loss", "nll_loss_grad",
-    "sgd_step", "rmsprop_step", "adam_step",
+    "sgd_step", "rmsprop_step", "adam_step", "math", "math2", "argsort", "cumulative",
 )
 #: queries and abilities beyond computing, with defaults that do nothing
-CAPABILITIES = ("device_name", "info", "memory_in_use", "synchronize", "defer_host_check")
+CAPABILITIES = ("device_name", "info", "memory_in_use", "synchronize", "defer_host_check",
+                "shares_memory")
 #: everything a backend may leave to this class
 OPTIONAL = DERIVED + FAST_PATHS + CAPABILITIES
 
@@ -96,8 +90,7 @@ class Backend:
 
     # ---- identity (capabilities with defaults) ---------------------------------------------
 
-    def __repr__(self) -> str:
-        return self.name
+    def __repr__(self) -> str: return self.name
 
     def device_name(self) -> str:
         """A human-readable name of the device ("NVIDIA H100 80GB HBM3", "CPU (NumPy)")."""
@@ -109,7 +102,10 @@ class Backend:
 
     def memory_in_use(self) -> int | None:
         """Bytes this backend holds on its device right now, where it can tell."""
-        return None
+
+    def shares_memory(self, a: Buffer, b: Buffer) -> bool:
+        """Whether `a` may be a view of `b`'s memory (did `reshape` copy?): views for autograd."""
+        return True
 
     # ---- transfer and memory ---------------------------------------------------------------
 
@@ -125,8 +121,7 @@ class Backend:
         raise NotImplementedError
 
     def astype(self, x: Buffer, dtype: np.dtype) -> Buffer:
-        """A new buffer (even for x's own dtype) with `x` cast to `dtype` (NumPy's unsafe
-        casting rules)."""
+        """A new buffer (even for x's own dtype): `x` cast to `dtype` (NumPy's unsafe casts)."""
         raise NotImplementedError
 
     def assign(self, dst: Buffer, src: Buffer | Scalar) -> None:
@@ -135,8 +130,7 @@ class Backend:
         raise NotImplementedError
 
     def synchronize(self) -> None:
-        """Wait until all queued work on this device is done (capability: nothing to wait
-        for by default)."""
+        """Wait until all queued work on this device is done (by default nothing to wait)."""
 
     def empty(self, shape: tuple, dtype: np.dtype) -> Buffer:
         """Derived: a buffer whose values are not used (here zeros)."""
@@ -182,6 +176,12 @@ class Backend:
     def le(self, a, b): return self.maximum(self.lt(a, b), self.eq(a, b))
     def gt(self, a, b): return self.lt(b, a)
     def ge(self, a, b): return self.le(b, a)
+
+    # fast paths: math by name (hostmath.py: the names, and fallbacks through the host)
+    def math(self, name, x): return hostmath.unary(self, name, x)
+    def math2(self, name, a, b): return hostmath.binary(self, name, a, b)
+    def argsort(self, x, axis, descending): return hostmath.argsort(self, x, axis, descending)
+    def cumulative(self, name, x, axis): return hostmath.cumulative(self, name, x, axis)
 
     # ---- reductions ------------------------------------------------------------------------
 
@@ -328,6 +328,9 @@ class Backend:
         gathers grad_output / divisor over the windows covering it."""
         return fallbacks.avg_pool2d_grad(self, grad_output, input_shape, kernel_size, stride,
                                          padding, ceil_mode, count_include_pad)
+
+    def erf(self, x: Buffer) -> Buffer:  # float64-accurate (CUDA's, OpenCL's; special.erf)
+        return special.erf(self, x)
 
     def log_softmax(self, x: Buffer, axis: int) -> Buffer:
         """`x - max - log(sum(exp(x - max)))` along `axis` (a non-negative dim), float only.

@@ -7,13 +7,17 @@ does the same for the backends that ship with ndlite, so a source checkout on PY
 
 The default backend comes from `NDLITE_BACKEND` (read at first use, not at import):
 `numpy` (the default), `cupy`, `cupy:1`, `opencl`, `opencl:0`, `opencl:cpu`, `opencl:gpu`,
-or `auto` (the best available, announced once on stderr). A backend that cannot run raises
-`BackendUnavailableError` with the reason and the fix; there is never a silent fallback.
+or `auto` (the best available, announced once on stderr). PyTorch's device names work
+wherever a backend name does: "cpu" is the NumPy backend, "cuda" / "cuda:N" the CuPy one
+(`Device` is what `Tensor.device` returns and `ndlite.device(...)` makes). A backend that
+cannot run raises `BackendUnavailableError` with the reason and the fix; there is never a
+silent fallback.
 """
 
 from __future__ import annotations
 
 import contextlib
+import difflib
 import importlib
 import os
 import sys
@@ -34,6 +38,9 @@ BUILTIN = {
     "cupy": "ndlite_cupy:CupyBackend",
     "opencl": "ndlite_opencl:OpenCLBackend",
 }
+#: PyTorch's device types -> the backend that runs them
+ALIASES = {"cpu": "numpy", "cuda": "cupy"}
+_TYPE_OF = {backend: alias for alias, backend in ALIASES.items()}
 #: extras that install each built-in backend's dependencies
 INSTALL_HINT = {
     "cupy": "pip install 'ndlite[cuda12]' or 'ndlite[cuda13]' (matching your CUDA driver)",
@@ -124,13 +131,88 @@ def known_backends() -> list[str]:
     return sorted(_factories)
 
 
+class Device:
+    """A device as PyTorch names it: `Device("cuda:1")`, `Device("cuda", 1)`, `Device("cpu")`,
+    `Device("opencl:0")`; backend names work too ("numpy" is "cpu", "cupy" is "cuda").
+    Prints and compares like `torch.device`, also against strings (an index left out on either
+    side matches any); making one starts no backend.
+
+    >>> Device("cuda", 1)
+    device(type='cuda', index=1)
+    >>> str(Device("numpy")), Device("cpu") == "cpu"
+    ('cpu', True)
+    """
+
+    __slots__ = ("type", "index")
+
+    def __init__(self, type: str | Device, index: int | None = None):  # noqa: A002 - torch's
+        if isinstance(type, Device):
+            type, index = type.type, type.index if index is None else index
+        name, sep, suffix = str(type).strip().lower().partition(":")
+        if sep and index is None:
+            index = int(suffix) if suffix.strip().isdigit() else suffix.strip()
+        self.type = _TYPE_OF.get(name, name)
+        self.index = None if self.type == "cpu" else index
+
+    @classmethod
+    def of(cls, backend: Backend) -> Device:
+        """The device of a backend instance (numpy -> cpu, cupy:0 -> cuda:0)."""
+        return cls(backend.name)
+
+    @property
+    def backend_spec(self) -> str:
+        """The registry's name for it: "numpy", "cupy:1", "opencl:0"."""
+        name = ALIASES.get(self.type, self.type)
+        return name if self.index is None else f"{name}:{self.index}"
+
+    def __str__(self) -> str:
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __repr__(self) -> str:
+        index = "" if self.index is None else f", index={self.index!r}"
+        return f"device(type='{self.type}'{index})"
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, str):
+            try:
+                other = Device(other)
+            except ValueError:
+                return False
+        if not isinstance(other, Device):
+            return NotImplemented
+        same_index = self.index is None or other.index is None or \
+            str(self.index) == str(other.index)
+        return self.type == other.type and same_index
+
+    def __hash__(self) -> int:
+        return hash(self.type)
+
+
 def parse_spec(spec: str) -> tuple[str, str | None]:
-    """`"cupy:1"` -> `("cupy", "1")`; `"numpy"` -> `("numpy", None)`."""
+    """`"cupy:1"` -> `("cupy", "1")`; `"numpy"` -> `("numpy", None)`; PyTorch's names map to
+    their backends: `"cuda:1"` -> `("cupy", "1")`, `"cpu"` -> `("numpy", None)`."""
     name, sep, device = spec.strip().partition(":")
-    return name.strip().lower(), (device.strip() or None) if sep else None
+    name = name.strip().lower()
+    device = (device.strip() or None) if sep else None
+    if name == "cpu":
+        device = None
+    return ALIASES.get(name, name), device
 
 
-def get_backend(spec: str | Backend | None = None) -> Backend:
+def _unknown(name: str) -> BackendUnavailableError:
+    known = known_backends()
+    close = difflib.get_close_matches(name, known + list(ALIASES), n=1, cutoff=0.5)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    return BackendUnavailableError(
+        name, f"no backend of that name is known ({hint}known: "
+              f"{', '.join(known + list(ALIASES))})",
+        "check the spelling, or install the package that provides it")
+
+
+def get_backend(spec: str | Device | Backend | None = None) -> Backend:
     """The backend for `spec` ("numpy", "cupy:1", a Backend), or the current default.
 
     >>> get_backend("numpy").name
@@ -140,6 +222,8 @@ def get_backend(spec: str | Backend | None = None) -> Backend:
         return current_backend()
     if isinstance(spec, Backend):
         return spec
+    if isinstance(spec, Device):
+        spec = spec.backend_spec
     if not isinstance(spec, str):
         raise TypeError(f"get_backend: expected a backend name, got {type(spec).__name__}")
     name, device = parse_spec(spec)
@@ -151,10 +235,7 @@ def get_backend(spec: str | Backend | None = None) -> Backend:
         return backend
     _discover()
     if name not in _factories:
-        raise BackendUnavailableError(
-            name, f"no backend of that name is known (known: {', '.join(known_backends())})",
-            "check the spelling, or install the package that provides it",
-        )
+        raise _unknown(name)
     try:
         factory = _load_factory(name)
     except ModuleNotFoundError as exc:
@@ -217,7 +298,7 @@ def using(spec: str | Backend) -> Iterator[Backend]:
     >>> import ndlite
     >>> with ndlite.using("numpy"):
     ...     ndlite.zeros(2).device
-    'numpy'
+    device(type='cpu')
     """
     backend = get_backend(spec)
     _local.stack.append(backend)

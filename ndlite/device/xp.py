@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import hostmath
 from .protocol import Backend
 
 _UNARY = {
@@ -78,6 +79,21 @@ class XpBackend(Backend):
             out = out.astype(dtype)
         return out
 
+    # ---- math by name (hostmath.py's tables): the module's own functions -------------------
+
+    def math(self, name, x):
+        with np.errstate(all="ignore"):
+            return hostmath.numpy_math(self.xp, name, x)
+
+    def math2(self, name, a, b):
+        return hostmath.numpy_math2(self.xp, name, a, b)
+
+    def argsort(self, x, axis, descending):
+        return hostmath.numpy_argsort(self.xp, x, axis, descending)
+
+    def cumulative(self, name, x, axis):
+        return getattr(self.xp, hostmath.SCANS[name])(x, axis=axis, dtype=x.dtype)
+
     # ---- reductions ------------------------------------------------------------------------
 
     def sum(self, x, axes, keepdims):
@@ -106,6 +122,9 @@ class XpBackend(Backend):
 
     def reshape(self, x, shape):
         return x.reshape(shape)
+
+    def shares_memory(self, a, b):
+        return bool(self.xp.may_share_memory(a, b))
 
     def permute(self, x, axes):
         return x.transpose(axes)

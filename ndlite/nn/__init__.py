@@ -1,16 +1,30 @@
 """Neural-network building blocks with PyTorch's names: `Module`, `Parameter`, layers,
 losses, `init`, and the functional ops in `ndlite.nn.functional`."""
 
-from . import functional, init, models
+from . import functional, init, models, utils
 from .activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
 from .container import ModuleList, Sequential
+from .containers_more import (
+    ELU,
+    Hardtanh,
+    Identity,
+    LogSigmoid,
+    ModuleDict,
+    ParameterDict,
+    ParameterList,
+    SiLU,
+    Softplus,
+)
 from .layers import AdaptiveAvgPool2d, AvgPool2d, Conv2d, Dropout, Flatten, Linear, MaxPool2d
 from .loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
 from .module import Module, Parameter
 from .normalization import BatchNorm1d, BatchNorm2d
+from .transformer_layers import Embedding, LayerNorm
 
 __all__ = ["AdaptiveAvgPool2d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d",
            "BatchNorm2d", "Conv2d", "CrossEntropyLoss", "Dropout", "Flatten", "GELU", "L1Loss",
            "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "MaxPool2d", "Module", "ModuleList",
            "NLLLoss", "Parameter", "ReLU", "Sequential", "Sigmoid", "Softmax", "Tanh",
-           "functional", "init", "models"]
+           "functional", "init", "models", "utils", "ELU", "Hardtanh", "Identity", "LogSigmoid",
+           "ModuleDict", "ParameterDict", "ParameterList", "SiLU", "Softplus", "Embedding",
+           "LayerNorm"]

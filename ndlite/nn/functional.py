@@ -6,7 +6,6 @@ backend and differentiates twice.
 
 from ..ops.activation import dropout, gelu, leaky_relu, log_softmax, softmax
 from ..ops.conv import conv2d
-from ..ops.join import pad
 from ..ops.linalg import linear
 from ..ops.loss import (
     binary_cross_entropy,
@@ -16,12 +15,21 @@ from ..ops.loss import (
     mse_loss,
     nll_loss,
 )
+from ..ops.losses_more import cosine_similarity, huber_loss, kl_div, smooth_l1_loss
+from ..ops.math import elu, hardtanh, logsigmoid, silu, softplus
 from ..ops.movement import flatten
 from ..ops.normalization import batch_norm
 from ..ops.pool import adaptive_avg_pool2d, avg_pool2d, max_pool2d
+from ..ops.resample import fold, interpolate, normalize, pad, unfold
+from ..ops.selection import one_hot
+from ..ops.transformer import embedding, layer_norm, scaled_dot_product_attention
 from ..ops.unary import relu, sigmoid, tanh
 
 __all__ = ["adaptive_avg_pool2d", "avg_pool2d", "batch_norm", "binary_cross_entropy",
            "binary_cross_entropy_with_logits", "conv2d", "cross_entropy", "dropout", "flatten",
            "gelu", "l1_loss", "leaky_relu", "linear", "log_softmax", "max_pool2d", "mse_loss",
-           "nll_loss", "pad", "relu", "sigmoid", "softmax", "tanh"]
+           "nll_loss", "pad", "relu", "sigmoid", "softmax", "tanh", "elu", "hardtanh",
+           "logsigmoid", "silu", "softplus", "one_hot",
+           "interpolate", "normalize", "embedding", "layer_norm",
+           "scaled_dot_product_attention", "fold", "unfold", "cosine_similarity", "huber_loss",
+           "kl_div", "smooth_l1_loss"]

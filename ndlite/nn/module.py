@@ -239,6 +239,15 @@ class Module:
                 t.grad = t.grad.to(t.backend, t.dtype)
         return self
 
+    def cuda(self, device=None) -> Module:
+        """Parameters and buffers on the CuPy backend (PyTorch's `model.cuda()`)."""
+        return self.to("cuda" if device is None else
+                       f"cuda:{device}" if isinstance(device, int) else device)
+
+    def cpu(self) -> Module:
+        """Parameters and buffers on the NumPy backend."""
+        return self.to("cpu")
+
     def float(self) -> Module:
         return self.to(np.dtype("float32"))
 

@@ -3,8 +3,9 @@ functional `batch_norm` they call is ndlite.ops.normalization's)."""
 
 from __future__ import annotations
 
-from ..creation import ones, zeros
+from ..creation import ones, tensor, zeros
 from ..errors import ShapeError
+from ..graph import no_grad
 from ..ops.normalization import batch_norm
 from ..tensor import Tensor
 from .module import Module, Parameter
@@ -29,8 +30,9 @@ class _BatchNorm(Module):
                                                        backend=backend))
             self.register_buffer("running_var", ones(num_features, dtype=dtype,
                                                      backend=backend))
+            self.register_buffer("num_batches_tracked", tensor(0, backend=backend))
         else:
-            self.running_mean = self.running_var = None
+            self.running_mean = self.running_var = self.num_batches_tracked = None
 
     def forward(self, input: Tensor) -> Tensor:
         if input.ndim not in self.expected_dims:
@@ -41,8 +43,14 @@ class _BatchNorm(Module):
             raise ShapeError(f"{type(self).__name__}: expected {self.num_features} channels "
                              f"(dim 1), got input of shape {input.shape}")
         use_batch = self.training or self.running_mean is None
+        momentum = self.momentum
+        if self.training and self.num_batches_tracked is not None:
+            with no_grad():
+                self.num_batches_tracked.add_(1)
+            if momentum is None:  # PyTorch: the cumulative average of every batch so far
+                momentum = 1.0 / self.num_batches_tracked.item()
         return batch_norm(input, self.running_mean, self.running_var, self.weight, self.bias,
-                          use_batch, self.momentum, self.eps)
+                          use_batch, 0.0 if momentum is None else momentum, self.eps)
 
     def extra_repr(self) -> str:
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "

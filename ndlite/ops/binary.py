@@ -8,6 +8,8 @@ no gradient (`node.next[i] is None`) its formula is skipped.
 
 from __future__ import annotations
 
+import math
+
 from ..dtypes import as_dtype, bool_
 from ..errors import DTypeError
 from ..tensor import Tensor
@@ -45,15 +47,23 @@ def _div_grad(node, grad):
 
 
 def _pow_grad(node, grad):
+    # PyTorch's masks: d/dx is 0 where y == 0 (not 0 * inf at x = 0), d/dy is 0 where x == 0
+    # and y >= 0 (not 0 * log(0)); x ** y is recomputed rather than saved, so changing the
+    # output in place afterwards is no error
     x, y = node.saved
     gx = gy = None
     if _wants(node, 0):
         if isinstance(y, Tensor):
-            gx = unbroadcast(grad * y * x ** (y - 1), node.shapes[0])
+            gx = unbroadcast(where(y == 0, 0.0, grad * y * x ** (y - 1)), node.shapes[0])
         else:
             gx = grad * 0 if y == 0 else grad * y * x ** (y - 1)
     if _wants(node, 1):
-        gy = unbroadcast(grad * node.output() * x.log(), node.shapes[1])
+        if isinstance(x, Tensor):
+            gy = where((x == 0) & (y >= 0), 0.0, grad * x ** y * x.log())
+        else:  # a number to a tensor power: 2.0 ** t
+            log_x = math.log(x) if x > 0 else (-math.inf if x == 0 else math.nan)
+            gy = where(y >= 0, 0.0, grad * x ** y * log_x) if x == 0 else grad * x ** y * log_x
+        gy = unbroadcast(gy, node.shapes[1])
     return gx, gy
 
 
@@ -83,9 +93,13 @@ Mul = define("mul", lambda b, x, y: b.mul(x, y), _mul_grad, save="inputs",
              spec=Spec(BINARY, second_order=True))
 Div = define("div", lambda b, x, y: b.div(x, y), _div_grad, save="inputs", dtype_rule="float",
              spec=Spec(BINARY, params={"divisor_min": 0.25}, bound=lambda a, b: a / b + a / b))
-Pow = define("pow", lambda b, x, y: b.pow(x, y), _pow_grad, save="inputs+output",
+Pow = define("pow", lambda b, x, y: b.pow(x, y), _pow_grad, save="inputs", dtype_rule="no_bool",
              spec=Spec(BINARY, tol=TRANSCENDENTAL, domain=(0.25, 2.0),
                        params={"exponent": (-2, 3)}))
+# x * y: x's gradient reads y and y's reads x; x / y: x's reads y, y's reads both. A Python
+# number is kept always (it cannot change)
+Mul.save_for = staticmethod(lambda needs: tuple(i for i in (0, 1) if needs[1 - i]))
+Div.save_for = staticmethod(lambda needs: (0, 1) if needs[1] else (1,))
 Maximum = define("maximum", lambda b, x, y: b.maximum(x, y), _maximum_grad, save="inputs",
                  spec=Spec(BINARY, tol=EXACT, kinks="pair"))
 Minimum = define("minimum", lambda b, x, y: b.minimum(x, y), _minimum_grad, save="inputs",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numbers
 
+from ..creation import zeros
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 from . import samples
@@ -221,6 +222,17 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     if span[0] > padded[0] or span[1] > padded[1]:
         raise ShapeError(f"{op}: the kernel {(kh, kw)} with dilation {dilation} spans {span}, "
                          f"larger than the padded input {padded} (input shape {input.shape})")
+    if input.numel() == 0 or weight.numel() == 0:
+        return _empty_conv(input, weight, bias, padded, span, stride)
     params = dict(stride=stride, padding=(widths[0][0], widths[1][0]), dilation=dilation,
                   groups=int(groups))
     return _apply(Conv2d, [input] + tensors[1:], params)
+
+
+def _empty_conv(input: Tensor, weight: Tensor, bias, padded, span, stride) -> Tensor:
+    """conv2d where a batch, a channel count or a kernel is empty: every sum is over nothing,
+    so the result is 0 (+ bias), and the gradients 0."""
+    size = [(padded[i] - span[i]) // stride[i] + 1 for i in (0, 1)]
+    shape = (input.shape[0], weight.shape[0], *size)
+    out = zeros(shape, dtype=input.dtype, backend=input.backend) + (input.sum() + weight.sum()) * 0
+    return out if bias is None else out + bias.reshape(1, -1, 1, 1)

@@ -17,7 +17,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..creation import tensor
-from ..dtypes import bool_, default_float, promote, scalar_dtype
+from ..dtypes import bool_, default_float, promote_operands, scalar_dtype
 from ..errors import DeviceMismatchError, DTypeError, ShapeError
 from ..graph import attach, mode, record
 from ..tensor import Tensor
@@ -116,7 +116,8 @@ def binary(op, a, b) -> Tensor:
         if a._backend is not b._backend:
             check_same_backend(op.name, a, b)
         if da.dtype is not db.dtype or op.dtype_rule is not None:
-            dtype = _dtype_rule(op, promote(da.dtype, db.dtype), op.name)
+            dtype = _dtype_rule(op, promote_operands(da.dtype, da.shape, db.dtype, db.shape),
+                                op.name)
             if da.dtype is not dtype:
                 a = cast(a, dtype)
                 da = a._data

@@ -14,7 +14,7 @@ from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor, _dim
 from . import samples
 from .dispatch import nary
-from .movement import reshape
+from .movement import basic_slice, reshape
 from .registry import EXACT, SCALED, Op, Spec, implements, register
 
 # ---- gather, scatter_add, take ----------------------------------------------------------------
@@ -35,7 +35,7 @@ class Gather(Op):
         axis = node.params["axis"]
         return scatter_add(index, grad, axis, node.shapes[0][axis]), None
 
-    save_inputs = True
+    save_inputs = (1,)  # the index only
 
 
 @register
@@ -51,7 +51,9 @@ class ScatterAdd(Op):
     @staticmethod
     def backward(node, grad):
         index = node.saved[0]
-        return None, gather(grad, index, node.params["axis"])
+        shape = list(node.shapes[1])
+        shape[node.params["axis"]] = index.shape[node.params["axis"]]
+        return None, gather(grad, node.params["axis"], index.expand(shape))
 
 
 def _check_index(index: Tensor, size: int, op: str, shape) -> None:
@@ -66,15 +68,36 @@ def _check_index(index: Tensor, size: int, op: str, shape) -> None:
 
 
 @implements(Gather)
-def gather(x: Tensor, index: Tensor, dim: int) -> Tensor:
-    """`out[i][j] = x[i][index[i][j]]` along `dim` (torch.gather); `index` has x's number of
-    dims, and its other sizes equal x's or are 1."""
+def gather(x: Tensor, dim, index=None) -> Tensor:
+    """torch.gather(input, dim, index): `out[i][j] = x[i][index[i][j]]` for dim 1. The result
+    has index's shape; index has x's number of dims and sizes at most x's off `dim`. (The
+    older order `gather(x, index, dim)` is accepted too.)
+
+    >>> import ndlite
+    >>> x = ndlite.tensor([[1.0, 2.0], [3.0, 4.0]])
+    >>> ndlite.gather(x, 1, ndlite.tensor([[1], [0]])).tolist()
+    [[2.0], [3.0]]
+    """
+    if isinstance(dim, Tensor):  # gather(x, index, dim)
+        dim, index = index, dim
+    if not isinstance(index, Tensor):
+        raise TypeError(f"gather: index must be a tensor, got {type(index).__name__}")
+    if x.ndim == 0 or index.ndim == 0:
+        if x.ndim > 1 or index.ndim > 1:
+            raise ShapeError(f"gather: index of shape {index.shape} does not fit input of "
+                             f"shape {x.shape}")
+        _dim(dim, x.ndim, "gather")
+        return gather(x.reshape(-1), 0, index.reshape(-1)).reshape(index.shape)
     axis = _dim(dim, x.ndim, "gather")
-    if index.ndim != x.ndim or any(i != a and i != 1 for d, (i, a) in
+    if index.ndim != x.ndim or any(i > a for d, (i, a) in
                                    enumerate(zip(index.shape, x.shape)) if d != axis):
         raise ShapeError(f"gather: index of shape {index.shape} does not fit input of shape "
-                         f"{x.shape} along dim {dim}")
+                         f"{x.shape} along dim {dim} (index sizes must be at most the "
+                         "input's off that dim)")
     _check_index(index, x.shape[axis], "gather", x.shape)
+    if any(i != a for d, (i, a) in enumerate(zip(index.shape, x.shape)) if d != axis):
+        x = basic_slice(x, tuple(slice(0, x.shape[d] if d == axis else n, 1)
+                                 for d, n in enumerate(index.shape)))
     index = index.to(int64)
     return nary(Gather, [x, index], axis=axis)
 
@@ -101,7 +124,9 @@ def take(x: Tensor, index: Tensor, dim: int) -> Tensor:
     shape = [1] * x.ndim
     shape[axis] = index.shape[0]
     index = reshape(index, tuple(shape))
-    return gather(x, index, axis)
+    sizes = list(x.shape)
+    sizes[axis] = index.shape[axis]
+    return gather(x, axis, index.expand(sizes))
 
 
 def index_select(x: Tensor, dim: int, index) -> Tensor:

@@ -1,4 +1,6 @@
-"""Indexing: `x[key]` and `x[key] = value` with NumPy's rules, and `fill_` / `copy_`.
+"""Indexing: `x[key]` and `x[key] = value` with NumPy's rules, and `fill_` / `copy_`; as in
+PyTorch, integers in a key with index arrays select first (`x[0, :, [1, 2]]` is (3, 2) for a
+(2, 3, 4) tensor, where NumPy gives (2, 3)).
 
 Basic keys (ints, slices, None, ...) give views through the backend's `slice` primitive.
 Advanced keys (integer arrays, lists, boolean masks, integer tensors) are resolved on the host:
@@ -133,12 +135,14 @@ def _basic_key(parsed, shape) -> tuple:
 def _view_key(parsed, shape, op: str):
     """The basic key of the view that advanced indexing works on, and its advanced dims.
 
-    Every entry keeps a dim in the view (ints and arrays as full slices, None as a new dim),
-    so entry i is view dim i. Returns (key, advanced dims, broadcast non-negative indices,
-    whether the advanced entries stand next to each other in the key).
+    Integers select first, as in PyTorch (`x[0, :, [1, 2]]` on a (2, 3, 4) tensor is (3, 2)),
+    so they drop their dim from the view; arrays keep theirs as full slices, None adds one.
+    Returns (key, advanced dims of the view, broadcast non-negative indices, whether the
+    advanced entries stand next to each other once the integers are gone).
     """
     key, arrays, adv, dim = [], [], [], 0
-    places = [i for i, (kind, _) in enumerate(parsed) if kind in ("array", "int")]
+    rest = [kind for kind, _ in parsed if kind != "int"]
+    places = [i for i, kind in enumerate(rest) if kind == "array"]
     adjacent = places == list(range(places[0], places[0] + len(places)))
     for kind, v in parsed:
         if kind == "sep":
@@ -149,6 +153,8 @@ def _view_key(parsed, shape, op: str):
         n = shape[dim]
         if kind == "slice":
             key.append(_normalize_slice(v, n))
+        elif kind == "int":
+            key.append(_normalize_int(v, n, dim, shape))
         else:
             a = np.asarray(v, dtype=np.int64)
             if a.size and (a.min() < -n or a.max() >= n):
@@ -157,7 +163,7 @@ def _view_key(parsed, shape, op: str):
                                  f"{n} (shape {shape})")
             key.append(slice(0, n, 1))
             arrays.append(np.where(a < 0, a + n, a))
-            adv.append(len(key) - 1)
+            adv.append(sum(not isinstance(k, int) for k in key) - 1)
         dim += 1
     try:
         arrays = np.broadcast_arrays(*arrays)

@@ -6,7 +6,8 @@ then written into the tensor's own memory, which its views share. Every write bu
 tensor's version counter, so a backward pass that needs the old values raises instead of
 using the new ones. On a non-leaf tensor in the graph the write is differentiable: the tensor
 takes the node of the out-of-place result, computed from a copy of its old value. On a leaf
-that requires grad it is an error, unless grad mode is off (as in optimizer steps).
+that requires grad it is an error, unless grad mode is off (as in optimizer steps). A write
+through a view rewrites the history of the view's base and of its other views (views.py).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 from .binary import add, clamp, div, mul, pow, sub
 from .unary import neg, relu
+from .views import after_write, check_view_write
 
 _CATEGORY = {"b": 0, "i": 1, "u": 1, "f": 2}
 
@@ -25,14 +27,16 @@ def check_inplace(x: Tensor, op: str) -> None:
         raise RuntimeError(
             f"{op}: a leaf tensor that requires grad (shape {x.shape}) is being used in an "
             "in-place operation; do it under ndlite.no_grad() (as optimizers do), or on a clone")
+    check_view_write(x, op)
 
 
 def commit(x: Tensor, out: Tensor) -> Tensor:
-    """Write `out` (x's shape) into x's memory; x joins the graph through out's node."""
+    """Write `out` (x's shape) into x's memory; x joins the graph through out's node, and so
+    do x's base and their views (ops/views.py)."""
     x._backend.assign(x._data, out._data)
     x._bump()
     if out._node is not None:
-        x._node, x._rg = out._node, True
+        after_write(x, out)
     return x
 
 

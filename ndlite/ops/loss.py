@@ -137,17 +137,21 @@ def _nll(input: Tensor, target: Tensor, weight, ignore_index: int, reduction: st
         input, target = input.unsqueeze(0), target.reshape(1)
     valid = target != ignore_index
     safe = where(valid, target, 0).long()
-    picked = gather(input, safe.unsqueeze(1), 1).squeeze(1)
+    picked = gather(input, 1, safe.unsqueeze(1)).squeeze(1)
     if weight is not None:
         w = weight.to(input.dtype)[safe] * valid.to(input.dtype)
     else:
         w = valid.to(input.dtype)
-    loss = -picked * w
+    if reduction == "mean":
+        # divide the weights first: with every label ignored the loss is 0/0 = NaN, as in
+        # PyTorch, but the gradient 0 (not NaN times 0); an ignored label adds exactly 0
+        total = w.sum()
+        share = w / where(total == 0, 1.0, total)
+        return where(valid, -picked * share, 0.0).sum() + (total * 0 / total).detach()
+    loss = where(valid, -picked * w, 0.0)
     if reduction == "none":
         return loss if batched else loss.reshape(())
-    if reduction == "sum":
-        return loss.sum()
-    return loss.sum() / w.sum()
+    return loss.sum()
 
 
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
@@ -278,6 +282,33 @@ def _binary_weight(weight, input: Tensor, op: str):
     return weight.to(input.dtype)
 
 
+class BinaryCrossEntropy(Op):
+    """-(t log(p) + (1 - t) log(1 - p)) per element, each log clamped at -100; PyTorch's
+    gradient, finite at p = 0 and p = 1 too: (p - t) / max(p (1 - p), 1e-12). Not
+    registered: binary_cross_entropy's spec tests it."""
+
+    name = "binary_cross_entropy"
+    save_inputs = True
+
+    @staticmethod
+    def forward(b, p, t):
+        one = b.full((), 1, p.dtype)
+        floor = b.full((), -100, p.dtype)
+        log_p = b.maximum(b.log(p), floor)
+        log_q = b.maximum(b.log(b.sub(one, p)), floor)
+        return b.neg(b.add(b.mul(t, log_p), b.mul(b.sub(one, t), log_q)))
+
+    @staticmethod
+    def backward(node, grad):
+        p, t = node.saved
+        grad_p = grad_t = None
+        if node.next[0] is not None:
+            grad_p = grad * (p - t) / clamp((1 - p) * p, min=1e-12)
+        if node.next[1] is not None:
+            grad_t = grad * (clamp(log(1 - p), min=-100.0) - clamp(log(p), min=-100.0))
+        return grad_p, grad_t
+
+
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
                          reduction: str = "mean") -> Tensor:
     """-w (t log(x) + (1 - t) log(1 - x)) for probabilities x in [0, 1]; each log is clamped
@@ -293,15 +324,15 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     _float(input, "input", op)
     _float(target, "target", op)
     _same_shape(input, target, op)
-    values = input._backend.to_numpy(input.detach()._data)
-    if values.size and ((values < 0) | (values > 1)).any():
-        raise ValueError(f"{op}: all elements of input should be between 0 and 1 (shape "
-                         f"{input.shape}); apply sigmoid first, or use "
-                         "binary_cross_entropy_with_logits")
+    for name, t in (("input", input), ("target", target)):
+        values = t._backend.to_numpy(t.detach()._data)
+        if values.size and not ((values >= 0) & (values <= 1)).all():  # NaN is outside
+            raise ValueError(f"{op}: all elements of {name} should be between 0 and 1 (shape "
+                             f"{t.shape}); apply sigmoid first, or use "
+                             "binary_cross_entropy_with_logits")
     w = _binary_weight(weight, input, op)
-    target = target.to(input.dtype)
-    loss = -(target * clamp(log(input), min=-100.0) +
-             (1 - target) * clamp(log(1 - input), min=-100.0))
+    check_same_backend(op, input, target)
+    loss = nary(BinaryCrossEntropy, [input, target.to(input.dtype)])
     if w is not None:
         loss = loss * w
     return _reduce(loss, reduction)

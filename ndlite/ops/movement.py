@@ -10,7 +10,10 @@ seen by autograd's saved-tensor check.
 from __future__ import annotations
 
 import numbers
+import weakref
 from math import prod
+
+import numpy as np
 
 from ..errors import ShapeError
 from ..tensor import Tensor, _dim
@@ -20,13 +23,55 @@ from .dispatch import unary, unbroadcast
 from .registry import EXACT, Op, Spec, declare, implements, register
 
 
-def share_version(out: Tensor, base: Tensor) -> Tensor:
-    """Mark `out` as a view of `base`: both count in-place changes together."""
-    box = base._vbox
+def share_version(out: Tensor, x: Tensor, step: tuple) -> Tensor:
+    """Mark `out` as the view `step` of `x`: both count in-place changes together, and `out`
+    records its base (x's base if x is a view) and the steps that make it from there, which
+    an in-place write replays (ops/views.py, PyTorch's view tracking)."""
+    box = x._vbox
     if box is None:
-        box = base._vbox = [0]
+        box = x._vbox = [0]
     out._vbox = box
+    if x._view is None:
+        base, steps = x, (step,)
+    else:
+        base, steps = x._view[0], x._view[1] + (step,)
+    out._view = (base, steps)
+    views = base._views
+    if views is None:
+        base._views = [_ref(out)]
+    else:
+        views.append(_ref(out))
+        n = len(views)
+        if n >= 32 and not n & (n - 1):  # at each power of two, drop the dead: O(1) amortized
+            views[:] = [r for r in views if r() is not None]
     return out
+
+
+_ref = weakref.ref
+
+
+def view_positions(shape: tuple, steps: tuple) -> np.ndarray:
+    """The row-major positions in a base of `shape` of the elements of its view `steps`."""
+    a = np.arange(prod(shape), dtype=np.int64).reshape(shape)
+    for kind, arg in steps:
+        if kind == "reshape":
+            a = a.reshape(arg)
+        elif kind == "permute":
+            a = a.transpose(arg)
+        elif kind == "expand":
+            a = np.broadcast_to(a, arg)
+        else:
+            a = a[(*arg, Ellipsis)]
+    return a
+
+
+def replay(base: Tensor, steps: tuple) -> Tensor:
+    """The view `steps` of `base`, recorded in the graph (not registered as a view)."""
+    t = base
+    for kind, arg in steps:
+        op = _VIEW_OPS[kind]
+        t = unary(op, t, **{"key" if op is Slice else "axes" if op is Permute else "shape": arg})
+    return t
 
 
 def _sizes(args, op: str) -> tuple:
@@ -91,10 +136,23 @@ def reshape(x: Tensor, *shape) -> Tensor:
     if shape != source and (-1 in shape or prod(shape) != prod(source) or
                             (shape and min(shape) < 0)):
         shape = _infer_shape(shape, prod(source), source, "reshape")
-    return share_version(unary(Reshape, x, shape=shape), x)
+    out = unary(Reshape, x, shape=shape)
+    if shape != source and prod(source) and not x._backend.shares_memory(out._data, x._data):
+        return out  # the backend had to copy: not a view
+    return share_version(out, x, ("reshape", shape))
 
 
-view = reshape
+def view(x: Tensor, *shape) -> Tensor:
+    """Like reshape, but always a view of x's memory: an error where that is impossible."""
+    shape = _sizes(shape, "view")
+    if shape != x.shape and (-1 in shape or prod(shape) != x.numel()):
+        shape = _infer_shape(shape, x.numel(), x.shape, "view")
+    out = reshape(x, shape)
+    if out._view is None and shape != x.shape:
+        raise RuntimeError(f"view: the size and strides of this tensor (shape {x.shape}, not "
+                           f"contiguous) are not compatible with the shape {shape}; use "
+                           ".reshape(...) instead")
+    return out
 
 
 def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
@@ -160,7 +218,7 @@ def permute(x: Tensor, *dims) -> Tensor:
     if sorted(axes) != list(range(x.ndim)):
         raise ShapeError(f"permute: dims {dims} are not a permutation of the {x.ndim} dims of "
                          f"a tensor of shape {x.shape}")
-    return share_version(unary(Permute, x, axes=axes), x)
+    return share_version(unary(Permute, x, axes=axes), x, ("permute", axes))
 
 
 def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
@@ -224,8 +282,8 @@ def expand(x: Tensor, *sizes) -> Tensor:
         shape.append(n)
     shape = tuple(shape)
     if shape == x.shape:
-        return share_version(unary(Reshape, x, shape=shape), x)
-    return share_version(unary(Expand, x, shape=shape), x)
+        return share_version(unary(Reshape, x, shape=shape), x, ("reshape", shape))
+    return share_version(unary(Expand, x, shape=shape), x, ("expand", shape))
 
 
 def broadcast_to(x: Tensor, shape) -> Tensor:
@@ -276,7 +334,10 @@ class SliceGrad(Op):
 
 def basic_slice(x: Tensor, key: tuple) -> Tensor:
     """A view for a normalized basic key (see `Backend.slice`)."""
-    return share_version(unary(Slice, x, key=key), x)
+    return share_version(unary(Slice, x, key=key), x, ("slice", key))
+
+
+_VIEW_OPS = {"reshape": Reshape, "permute": Permute, "expand": Expand, "slice": Slice}
 
 
 declare("squeeze", Spec(samples.SQUEEZE, tol=EXACT), squeeze)

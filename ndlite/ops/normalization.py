@@ -36,10 +36,13 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
         if t is not None and t.shape != (c,):
             raise ShapeError(f"{op}: {name} must have shape ({c},) for an input of shape "
                              f"{input.shape}, got {t.shape}")
+    if not training and (running_mean is None or running_var is None):
+        raise ValueError(f"{op}: running_mean and running_var must be given in evaluation mode "
+                         "(training=False); pass training=True to use batch statistics")
     axes = (0,) + tuple(range(2, input.ndim))
     count = input.numel() // max(c, 1)
     shape = (1, c) + (1,) * (input.ndim - 2)
-    if training or running_mean is None or running_var is None:
+    if training:
         if count <= 1:
             raise ShapeError(f"{op}: expected more than 1 value per channel when training, got "
                              f"input of shape {input.shape}")

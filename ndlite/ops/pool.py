@@ -115,7 +115,7 @@ class MaxPool2dGrad(Op):
         n, c, h, w = node.params["input_shape"]
         indices = node.params["indices"]
         oh, ow = indices.shape[2], indices.shape[3]
-        picked = gather(grad.reshape(n, c, h * w), indices.reshape(n, c, oh * ow), 2)
+        picked = gather(grad.reshape(n, c, h * w), 2, indices.reshape(n, c, oh * ow))
         return picked.reshape(n, c, oh, ow)
 
 

@@ -1,8 +1,8 @@
 """Reductions: sum, mean, var, std, max, min, argmax, argmin, logsumexp, all, any.
 
 `dim` is an int, a tuple of ints or None (every dim), `keepdim` keeps reduced dims as size 1,
-as in PyTorch. The gradient of max/min goes to the first extremal element in row-major order
-(the index convention of argmax), found again from the saved input at backward time.
+as in PyTorch. The gradient of amax/amin (and max()/min() of a whole tensor) is shared evenly
+among tied extremal elements; max(dim)/min(dim) send it to the returned index, as PyTorch.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from . import samples
 from .binary import maximum, minimum
 from .dispatch import unary
 from .elementwise import where
-from .gather import scatter_add
+from .gather import gather
 from .registry import EXACT, TRANSCENDENTAL, Op, Spec, declare, implements, register
 
 MaxResult = namedtuple("max", ["values", "indices"])
@@ -33,7 +33,9 @@ def axes_of(dim, ndim: int, op: str) -> tuple:
     if dim is None:
         return _ALL_AXES[ndim]
     dims = (dim,) if isinstance(dim, int) else tuple(dim)
-    axes = tuple(sorted({_dim(d, ndim, op) for d in dims})) if ndim else ()
+    axes = tuple(sorted({_dim(d, ndim, op) for d in dims}))  # a 0-d tensor takes 0 or -1
+    if not ndim:
+        return ()
     if len(axes) != len(dims) and ndim:
         raise ShapeError(f"{op}: dim {dim} repeats a dimension")
     return axes
@@ -119,29 +121,41 @@ def var(x: Tensor, dim=None, keepdim: bool = False, correction: int = 1,
 
 def std(x: Tensor, dim=None, keepdim: bool = False, correction: int = 1,
         unbiased: bool | None = None) -> Tensor:
-    """Standard deviation: the square root of `var`."""
-    return var(x, dim, keepdim, correction, unbiased).sqrt()
+    """Standard deviation: the square root of `var` (gradient 0 where it is 0, as PyTorch's,
+    not 0 * inf)."""
+    return unary(_StdOfVar, var(x, dim, keepdim, correction, unbiased))
 
 
-def _extremum_backward(node, grad, pick):
-    """Send each output gradient to the first extremal element of its reduced group."""
-    x = node.saved[0]
+class _StdOfVar(Op):
+    """sqrt of a variance, with PyTorch's std gradient: 0 where the result is 0. Not
+    registered: std's spec tests it."""
+
+    name = "std"
+    save_output = True
+
+    @staticmethod
+    def forward(b, v):
+        return b.sqrt(v)
+
+    @staticmethod
+    def backward(node, grad):
+        out = node.output()
+        return where(out == 0, 0.0, grad / where(out == 0, 1.0, 2 * out))
+
+
+def _extremum_backward(node, grad, extremum):
+    """Share each output gradient evenly among the extremal elements of its reduced group
+    (PyTorch's amax/amin/max() rule; max(dim) sends it to its index instead)."""
+    x = node.saved[0].detach()
     axes = node.params["axes"]
-    shape = x.shape
-    rest = [d for d in range(len(shape)) if d not in axes]
-    order = rest + list(axes)
-    lead = tuple(shape[d] for d in rest)
-    size = _count(x, axes)
-    flat = x.detach().permute(order).reshape(lead + (size,))
-    index = pick(flat, dim=-1, keepdim=True)
-    g = grad.reshape(lead + (1,))
-    gx = scatter_add(index, g, dim=len(lead), size=size)
-    inverse = [order.index(d) for d in range(len(shape))]
-    return gx.reshape(lead + tuple(shape[d] for d in axes)).permute(inverse)
+    best = extremum(x, axes, keepdim=True)
+    ties = x == best
+    count = ties.sum(axes, keepdim=True).to(x.dtype)
+    return where(ties, grad.reshape(best.shape) / count, 0.0)
 
 
 def _check_nonempty(x: Tensor, axes: tuple, op: str) -> None:
-    if builtins.any(x.shape[a] == 0 for a in axes) or (not axes and x.numel() == 0):
+    if x.numel() == 0 and (not axes or builtins.any(x.shape[a] == 0 for a in axes if x.ndim)):
         raise ShapeError(f"{op}: cannot reduce over an empty dimension (shape {x.shape})")
 
 
@@ -157,7 +171,7 @@ class Amax(Op):
 
     @staticmethod
     def backward(node, grad):
-        return _extremum_backward(node, grad, argmax)
+        return _extremum_backward(node, grad, amax)
 
 
 @register
@@ -172,7 +186,7 @@ class Amin(Op):
 
     @staticmethod
     def backward(node, grad):
-        return _extremum_backward(node, grad, argmin)
+        return _extremum_backward(node, grad, amin)
 
 
 @implements(Amax)
@@ -204,7 +218,7 @@ def max(x: Tensor, dim=None, keepdim: bool = False):  # noqa: A001 - torch.max
         return maximum(x, dim)
     if dim is None:
         return amax(x)
-    return MaxResult(amax(x, dim, keepdim), argmax(x, dim, keepdim))
+    return MaxResult(*_select_along(x, dim, keepdim, argmax))
 
 
 def min(x: Tensor, dim=None, keepdim: bool = False):  # noqa: A001 - torch.min
@@ -213,7 +227,20 @@ def min(x: Tensor, dim=None, keepdim: bool = False):  # noqa: A001 - torch.min
         return minimum(x, dim)
     if dim is None:
         return amin(x)
-    return MinResult(amin(x, dim, keepdim), argmin(x, dim, keepdim))
+    return MinResult(*_select_along(x, dim, keepdim, argmin))
+
+
+def _select_along(x: Tensor, dim: int, keepdim: bool, pick) -> tuple:
+    """(values, indices) of max(dim)/min(dim): the values gathered at the indices, so the
+    gradient goes to the index (PyTorch's rule), not shared among ties."""
+    if x.ndim == 0:
+        _dim(dim, 0, pick.__name__)
+        return x.clone() if x._rg else x, pick(x, dim, keepdim)
+    index = pick(x, dim, keepdim=True)
+    values = gather(x, dim, index)
+    if not keepdim:
+        values, index = values.squeeze(dim), index.squeeze(dim)
+    return values, index
 
 
 def _arg(x: Tensor, dim, keepdim: bool, op: str, primitive: str) -> Tensor:
@@ -252,7 +279,8 @@ def logsumexp(x: Tensor, dim, keepdim: bool = False) -> Tensor:
     if x.dtype.kind != "f":
         x = x.float()
     axes = axes_of(dim, x.ndim, "logsumexp")
-    _check_nonempty(x, axes, "logsumexp")
+    if x.numel() == 0:  # a sum over nothing is 0: log gives -inf, as in PyTorch
+        return x.exp().sum(axes, keepdim).log()
     shift = amax(x.detach(), axes, keepdim=True)
     shift = where(shift.abs() < float("inf"), shift, 0.0)  # an all -inf row stays -inf
     out = (x - shift).exp().sum(axes, keepdim=True).log() + shift

@@ -65,7 +65,11 @@ class Op:
 
     name: str = "?"
     spec: Spec | None = None
-    save_inputs: bool = False
+    #: True, or the indices of the inputs backward reads (the others are not kept)
+    save_inputs: bool | tuple = False
+    #: with save_inputs=True, optionally: the inputs backward reads, given which inputs need a
+    #: gradient (x * y keeps x only if y needs one), so changing another in place is no error
+    save_for: Callable | None = None
     save_output: bool = False
     #: True for functions composed from other ops: no forward/backward of their own
     composite: bool = False

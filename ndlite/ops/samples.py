@@ -58,3 +58,8 @@ NLL_LOSS = Sampler("nll_loss", "log-probabilities and class labels (with ignore_
 CROSS_ENTROPY = Sampler("cross_entropy", "logits, labels or probabilities, label smoothing")
 REGRESSION_LOSS = Sampler("regression_loss", "input and target of the same shape")
 BINARY_LOSS = Sampler("binary_loss", "probabilities or logits and targets in [0, 1]")
+EINSUM = Sampler("einsum", "an equation (matmul, batch, attention, trace, diagonal, outer, "
+                           "bilinear, ...) and operands of fitting shapes")
+SORT = Sampler("sort", "an array, a dim and a direction (values distinct where gradients "
+                       "are checked)")
+SCAN = Sampler("scan", "an array and a dim")

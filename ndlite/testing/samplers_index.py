@@ -103,7 +103,8 @@ def _gather(spec, dtype):
         ishape = tuple(draw(st.integers(1, MAX_SIDE)) if d == axis else
                        draw(st.sampled_from([1, shape[d]])) for d in range(nd))
         index = draw(hnp.arrays(np.int64, ishape, elements=st.integers(0, shape[axis] - 1)))
-        return Case([draw(arrays(dtype, shape)), index], {"dim": axis}, grad=[0])
+        return Case([draw(arrays(dtype, shape)), index], {"dim": axis}, grad=[0],
+                    invoke=lambda fn, ts, p: fn(ts[0], p["dim"], ts[1]))
 
     return draw_case()
 

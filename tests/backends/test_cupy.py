@@ -293,7 +293,7 @@ def _loss_and_grads(backend, x, w1, w2, labels):
         W1 = ndlite.tensor(w1, requires_grad=True)
         W2 = ndlite.tensor(w2, requires_grad=True)
         logits = ndlite.matmul(ndlite.relu(ndlite.matmul(X, W1)), W2)
-        picked = ndlite.gather(logits, ndlite.tensor(labels.reshape(-1, 1)), 1)
+        picked = ndlite.gather(logits, 1, ndlite.tensor(labels.reshape(-1, 1)))
         loss = ndlite.mean(ndlite.logsumexp(logits, 1, keepdim=True) - picked)
         loss.backward()
         return loss.detach().numpy(), W1.grad.numpy(), W2.grad.numpy()

@@ -38,7 +38,7 @@ def test_crossover_table_json_and_plot(tmp_path, capsys):
 def test_crossover_compares_every_available_backend(tmp_path, capsys):
     import ndlite
 
-    opencl, why = ndlite.device.probe("opencl")
+    opencl, why = ndlite.device.registry.probe("opencl")
     if opencl is None:
         pytest.skip(f"opencl unavailable: {why}")
     out = tmp_path / "c.json"

@@ -10,7 +10,7 @@ ALLOWED_FOR_BACKENDS = ("ndlite.device", "ndlite.errors", "ndlite.dtypes")
 
 
 def _module_name(path: Path) -> str:
-    rel = path.relative_to(ROOT / "backends" if "backends" in path.parts else ROOT)
+    rel = path.relative_to(ROOT / "backends" if path.is_relative_to(ROOT / "backends") else ROOT)
     parts = list(rel.with_suffix("").parts)
     if parts[-1] == "__init__":
         parts = parts[:-1]

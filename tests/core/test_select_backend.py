@@ -71,7 +71,7 @@ def test_the_model_is_left_as_it_was():
                           budget=0.02)
     after = model.state_dict()
     assert all(np.array_equal(before[k], after[k].numpy()) for k in before)
-    assert model[0].weight is weight and weight.device == "numpy"
+    assert model[0].weight is weight and weight.backend.name == "numpy"
     assert weight.grad.tolist() == [[7.0] * 6] * 8 and not model.training
 
 

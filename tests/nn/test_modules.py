@@ -28,7 +28,8 @@ def test_parameters_buffers_and_children_are_registered():
     names = [n for n, _ in net.named_parameters()]
     assert names == ["scale", "conv.weight", "conv.bias", "bn.weight", "bn.bias",
                      "head.1.weight", "head.1.bias"]
-    assert [n for n, _ in net.named_buffers()] == ["bn.running_mean", "bn.running_var"]
+    assert [n for n, _ in net.named_buffers()] == ["bn.running_mean", "bn.running_var",
+                                                   "bn.num_batches_tracked"]  # as PyTorch
     assert [type(c).__name__ for c in net.children()] == ["Conv2d", "BatchNorm2d", "Sequential"]
     assert len(list(net.modules())) == 6
     assert all(isinstance(p, nn.Parameter) and p.requires_grad for p in net.parameters())
@@ -47,7 +48,8 @@ def test_state_dict_round_trip_and_strict_loading():
     a, b = Net(), Net()
     state = a.state_dict()
     assert list(state) == ["scale", "conv.weight", "conv.bias", "bn.weight", "bn.bias",
-                           "bn.running_mean", "bn.running_var", "head.1.weight",
+                           "bn.running_mean", "bn.running_var", "bn.num_batches_tracked",
+                           "head.1.weight",
                            "head.1.bias"]
     b.load_state_dict(state)
     x = ndlite.randn(2, 1, 4, 4)

@@ -105,6 +105,7 @@ class Kernels:
         self.relu = elementwise("T x", "T y", "y = ndl_relu(x)", "ndlite_relu", activations)
         self.sigmoid = elementwise("T x", "T y", "y = ndl_sigmoid(x)", "ndlite_sigmoid",
                                    activations)
+        self.erf = elementwise("T x", "T y", "y = erf(x)", "ndlite_erf")  # CUDA's libm erf
 
         indexing = source("indexing")
         self.gather = elementwise(

@@ -32,7 +32,7 @@ __global__ void ndl_log_softmax(const T* x, T* out, I rows, I L, I inner) {
   }
 }
 
-// The reference (fallbacks.nll_loss): loss_i = -input[i, safe_i] * valid_i with safe_i the
+// The reference (fallbacks.nll_loss): loss_i = valid_i ? -input[i, safe_i] : 0 with safe_i the
 // label or 0 when ignored, valid_i 1 or 0. reduction: 0 none (out is (N,)), 1 sum, 2 mean
 // (sum / count). Launch with one block of NDL_NLL_THREADS threads.
 template <typename T>
@@ -45,7 +45,7 @@ __global__ void ndl_nll_loss(const T* input, const long long* target, T* out, lo
     const long long t = target[i];
     const T valid = t != ignore_index ? T(1) : T(0);
     const long long safe = t != ignore_index ? t : 0;
-    const T loss = -input[i * C + safe] * valid;
+    const T loss = t != ignore_index ? -input[i * C + safe] : T(0);
     if (reduction == 0) out[i] = loss;
     loss_sum += loss;
     count += valid;
@@ -83,7 +83,7 @@ __global__ void ndl_nll_count(const long long* target, T* count, long long N,
   if (threadIdx.x == 0) count[0] = counts[0];
 }
 
-// grad_input[i, c] = 0 + (-(g_i * valid_i)) at c == safe_i, else 0: what the reference's
+// grad_input[i, c] = 0 + (-g_i) at c == safe_i for a valid label, else 0: what the reference's
 // chain (div, broadcast, mul, neg, scatter_add into zeros) gives, NaN and signed zeros too.
 // g_i = grad_output[i] (none), grad_output[0] (sum) or grad_output[0] / count[0] (mean).
 template <typename T, typename I>
@@ -98,10 +98,13 @@ __host__ __device__ inline void ndl_nll_loss_grad_at(const T* grad_output, const
     grad_input[e] = T(0);
     return;
   }
-  const T valid = t != ignore_index ? T(1) : T(0);
+  if (t == ignore_index) {  // exactly 0, even where "mean" divides by a count of 0
+    grad_input[e] = T(0);
+    return;
+  }
   const T g = reduction == 0 ? grad_output[i]
                              : (reduction == 1 ? grad_output[0] : grad_output[0] / count[0]);
-  grad_input[e] = T(0) + -(g * valid);
+  grad_input[e] = T(0) + -g;
 }
 
 template <typename T, typename I>

@@ -30,7 +30,7 @@ __host__ __device__ inline void ndl_max_pool_at(const T* x, T* values, long long
       const I xx = ox * sw - pw + j * dw;
       if (y < 0 || y >= H || xx < 0 || xx >= W) continue;
       const T v = xp[y * W + xx];
-      if (first || v > best) {
+      if (first || v > best || v != v) {  // a NaN wins: the last one (PyTorch's index)
         best = v;
         where = static_cast<long long>(y) * W + xx;
         first = false;

@@ -21,6 +21,7 @@
 #define OP_LOG(a) log(a)
 #define OP_SQRT(a) sqrt(a)
 #define OP_TANH(a) tanh(a)
+#define OP_ERF(a) erf(a)
 #define OP_SIGMOID(a) sigmoid_(a)
 // maximum(x, 0) as NumPy computes it: NaN propagates, relu(-0.0) = +0.0
 #define OP_RELU(a) (((a) > 0 || ISNAN0(a)) ? (a) : (T0)0)
@@ -72,8 +73,8 @@ inline T0 floor_div_(T0 a, T0 b)
 inline T0 int_pow_(T0 base, T0 e)
 {
     T0 r = 1;
-    if (e < 0)
-        return 0;
+    if (e < 0)  // the truncated real result, as PyTorch (and the CUDA backend): 1, +-1 or 0
+        return base == 1 ? 1 : (base == -1 ? ((e & 1) ? -1 : 1) : 0);
     while (e > 0) {
         if (e & 1)
             r *= base;

@@ -1,11 +1,11 @@
 // nll_loss of (N, C) log-probabilities at int64 labels, and its gradient, as the fallback
-// composes them (fallbacks.py): loss_i = (-x[i, safe_i]) * w_i with w_i = (label_i !=
-// ignore_index) and safe_i the label, or class 0 where it is ignored.
+// composes them (fallbacks.py): loss_i = -x[i, label_i], or exactly 0 where label_i ==
+// ignore_index (w_i, 1 or 0, is what "mean" counts).
 //   nll_rows:  "none": one work-item per row;
 //   nll_total: "sum" / "mean": one work-group adds the losses (and, for "mean", the w_i) in a
 //              fixed order with compensation, then divides;
-//   nll_grad:  one work-item per element of the (N, C) gradient: 0 + (-(g_i * w_i)) at
-//              (i, safe_i), 0 elsewhere (the fallback's scatter_add into zeros), g_i the
+//   nll_grad:  one work-item per element of the (N, C) gradient: 0 + (-g_i) at
+//              (i, label_i) for a valid label, 0 elsewhere (the fallback's scatter_add into zeros), g_i the
 //              row's grad_output, the 0-d grad_output ("sum") or it over the count ("mean",
 //              the count from nll_count first).
 // #defines: T, WG. Layout: N, C, 0, mean ("mean" divides), per_row (grad_output is (N,)).
@@ -15,7 +15,8 @@ typedef struct { T s; T c; } sum_t;
 inline void sum_add(sum_t* a, const T x)
 {
     const T t = a->s + x;
-    a->c += fabs(a->s) >= fabs(x) ? (a->s - t) + x : (x - t) + a->s;
+    if (isfinite(t))  // past an inf the compensation would turn it into NaN
+        a->c += fabs(a->s) >= fabs(x) ? (a->s - t) + x : (x - t) + a->s;
     a->s = t;
 }
 
@@ -25,7 +26,7 @@ inline T row_loss(__global const T* x, __global const long* target, const long i
     const long label = target[i];
     const int valid = label != ignore;
     *weight = valid ? (T)1 : (T)0;
-    return (-x[(long)i * C + (valid ? label : 0)]) * *weight;
+    return valid ? -x[(long)i * C + label] : (T)0;
 }
 
 __kernel void nll_rows(__global T* out, __global const T* x, __global const long* target,
@@ -105,13 +106,12 @@ __kernel void nll_grad(__global T* out, __global const T* grad_output,
         return;
     const int i = e / C, j = e % C;
     const long label = target[i];
-    const int valid = label != ignore;
-    if (j != (valid ? label : 0)) {
+    if (label == ignore || j != label) {  // an ignored label: exactly 0 (PyTorch)
         out[e] = 0;
         return;
     }
     T g = L.v[4] ? grad_output[i] : grad_output[0];
     if (L.v[3])
         g = g / count[0];
-    out[e] = (T)0 + (-(g * (valid ? (T)1 : (T)0)));
+    out[e] = (T)0 + (-g);
 }

@@ -17,7 +17,8 @@
 #define DH L.v[11]
 #define DW L.v[12]
 
-// the first maximum of each window (row-major) and its position y * W + x in the plane
+// the first maximum of each window (row-major; the last NaN if there is one) and its
+// position y * W + x in the plane
 __kernel void max_pool(__global T* out, __global long* indices, __global const T* x,
                        const layout_t L)
 {
@@ -38,7 +39,9 @@ __kernel void max_pool(__global T* out, __global long* indices, __global const T
             if ((uint)xx >= (uint)W)
                 continue;
             const T v = x[y * W + xx];
-            if (where < 0 || v > best) {  // strict: a tie keeps the earlier element
+            // strict: a tie keeps the earlier element; a NaN always wins (the last one, as
+            // PyTorch's index says), so the window's value is NaN
+            if (where < 0 || v > best || v != v) {
                 best = v;
                 where = y * W + xx;
             }

@@ -11,6 +11,7 @@ against PyTorch. Without PyTorch its columns are left out and the run says so.
 from __future__ import annotations
 
 from ...benchmark import seconds_per_call
+from ...device.registry import probe
 from .common import (
     TORCH_HINT,
     add_common,
@@ -95,7 +96,7 @@ def run(args) -> int:
 
     from ..train import _fail
 
-    backend, why = ndlite.device.probe(args.backend)
+    backend, why = probe(args.backend)
     if backend is None:
         return _fail(f"backend {args.backend} cannot run: {why}")
     torch = import_torch(args.threads)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 
+from ...device.registry import probe
 from .common import (
     TORCH_HINT,
     add_common,
@@ -86,14 +87,13 @@ def torch_runner(torch, device: str):
 def run(args) -> int:
     import numpy as np
 
-    import ndlite
     from ndlite.data import MNIST, MNISTError
 
     from ..train import _cli_hint, _fail
 
     if args.repeats <= 0 or (args.limit is not None and args.limit <= 0):
         return _fail("--repeats and --limit must be positive")
-    backend, why = ndlite.device.probe(args.backend)
+    backend, why = probe(args.backend)
     if backend is None:
         return _fail(f"backend {args.backend} cannot run: {why}")
     try:

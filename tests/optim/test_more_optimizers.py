@@ -1,0 +1,59 @@
+"""Adagrad, Adadelta, Adamax, NAdam and the added schedulers (their values were matched to
+PyTorch 2.13 to rounding; here against hand-computed first steps and closed forms)."""
+
+import math
+
+import pytest
+
+import ndlite
+from ndlite.optim import lr_scheduler as S
+
+
+def _one_step(name, **kw):
+    p = ndlite.nn.Parameter(ndlite.tensor([1.0]))
+    opt = getattr(ndlite.optim, name)([p], **kw)
+    p.grad = ndlite.tensor([2.0])
+    opt.step()
+    return p.item()
+
+
+@pytest.mark.parametrize("name,kw,want", [
+    ("Adagrad", {"lr": 0.1}, 1 - 0.1 * 2 / (2 + 1e-10)),
+    ("Adadelta", {"lr": 1.0}, 1 - math.sqrt(1e-6) / math.sqrt(0.1 * 4 + 1e-6) * 2),
+    ("Adamax", {"lr": 0.01}, 1 - 0.01 / 0.1 * 0.2 / (2 + 1e-8)),
+])
+def test_first_steps(name, kw, want):
+    assert _one_step(name, **kw) == pytest.approx(want, rel=1e-6)
+
+
+def test_nadam_moves_against_the_gradient_and_checks_arguments():
+    assert _one_step("NAdam", lr=0.01) < 1.0
+    with pytest.raises(ValueError, match="NAdam"):
+        ndlite.optim.NAdam([ndlite.nn.Parameter(ndlite.zeros(1))], betas=(1.0, 0.9))
+
+
+def _lrs(make, n=8, metrics=None):
+    p = ndlite.nn.Parameter(ndlite.zeros(1))
+    opt = ndlite.optim.SGD([p], lr=1.0, momentum=0.9)
+    sched = make(opt)
+    out = []
+    for i in range(n):
+        opt.step()
+        out.append(opt.param_groups[0]["lr"])
+        sched.step(metrics[i]) if metrics else sched.step()
+    return out
+
+
+def test_schedulers_closed_forms():
+    assert _lrs(lambda o: S.LambdaLR(o, lambda e: 1 / (e + 1)), 3) == [1.0, 0.5, 1 / 3]
+    assert _lrs(lambda o: S.MultiStepLR(o, [1, 3], 0.5), 4) == [1.0, 0.5, 0.5, 0.25]
+    assert _lrs(lambda o: S.ExponentialLR(o, 0.5), 3) == [1.0, 0.5, 0.25]
+    assert _lrs(lambda o: S.LinearLR(o, 0.5, 1.0, 2), 4) == [0.5, 0.75, 1.0, 1.0]
+    seq = _lrs(lambda o: S.SequentialLR(o, [S.ExponentialLR(o, 0.5), S.StepLR(o, 1, 0.1)],
+                                        [2]), 4)
+    assert seq == pytest.approx([1.0, 0.5, 1.0, 0.1])
+    one = _lrs(lambda o: S.OneCycleLR(o, max_lr=1.0, total_steps=10), 10)
+    assert one[0] == pytest.approx(0.04) and max(one) == pytest.approx(1.0)
+    assert one[-1] < 1e-3
+    plateau = _lrs(lambda o: S.ReduceLROnPlateau(o, patience=1), 5, metrics=[3, 3, 3, 3, 3])
+    assert plateau == pytest.approx([1.0, 1.0, 1.0, 0.1, 0.1])
