@@ -2,6 +2,7 @@
 
     ndlite info                 backends, devices, versions
     ndlite train mnist          train the seed CNN on MNIST
+    ndlite run ... script.py    start the ranks of a data-parallel job
 """
 
 from __future__ import annotations
@@ -9,10 +10,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import conformance, info, train
+from . import conformance, info, run, train
 
 #: subcommand modules; each has `add_parser(subparsers)` and `run(args) -> int`
-COMMANDS = [info, conformance, train]
+COMMANDS = [info, conformance, train, run]
 
 
 def build_parser() -> argparse.ArgumentParser:
