@@ -74,10 +74,10 @@ class _Staged:
             self.copied = not buffer.flags.c_contiguous
             if not self.copied:
                 self.array = buffer
-            elif read:
-                self.array = engine.xp.array(buffer, order="C", copy=True)
             else:
-                self.array = engine.xp.empty(buffer.shape, buffer.dtype)
+                self.array = engine.empty(buffer.shape, buffer.dtype)
+                if read:
+                    backend.assign(self.array, buffer)
         else:  # host staging (the mpi engine, for OpenCL or CuPy tensors)
             self.copied = True
             self.array = (np.array(backend.to_numpy(buffer), order="C", copy=True) if read
@@ -94,12 +94,6 @@ def store(engine, tensor: Tensor, array) -> None:
     if backend.kind != engine.native:
         array = backend.from_numpy(np.ascontiguousarray(array))
     backend.assign(tensor.buffer, array)
-
-
-def divide(engine, array) -> None:
-    """array /= world size, in place (AVG and gradient averaging)."""
-    if engine.world_size > 1:
-        engine.xp.divide(array, engine.world_size, out=array)
 
 
 def _finish(work, async_op: bool):
@@ -120,7 +114,7 @@ def all_reduce(tensor: Tensor, op=ReduceOp.SUM, group=None, async_op: bool = Fal
     staged = _Staged(engine, tensor, "all_reduce")
     work = engine.all_reduce(staged.array, "sum" if op is ReduceOp.AVG else op.value)
     if op is ReduceOp.AVG:
-        work.then(lambda: divide(engine, staged.array))
+        work.then(lambda: engine.divide(staged.array))
     work.then(staged.write_back)
     return _finish(work, async_op)
 
@@ -151,7 +145,7 @@ def all_gather(tensor_list: list, tensor: Tensor, group=None, async_op: bool = F
     for t in tensor_list:
         _check_place(engine, t, "all_gather")
     staged = _Staged(engine, tensor, "all_gather")
-    out = engine.xp.empty((engine.world_size, *tensor.shape), tensor.dtype)
+    out = engine.empty((engine.world_size, *tensor.shape), tensor.dtype)
 
     def scatter_out():
         for r, t in enumerate(tensor_list):
@@ -185,9 +179,13 @@ def reduce_scatter(output: Tensor, input_list: list, op=ReduceOp.SUM, group=None
     engine = engine_of(group, "reduce_scatter")
     op = _reduce_op(op, output.dtype, "reduce_scatter")
     _check_same(input_list, output, "reduce_scatter", engine.world_size, "input_list")
-    stacked = engine.xp.empty((engine.world_size, *output.shape), output.dtype)
+    stacked = engine.empty((engine.world_size, *output.shape), output.dtype)
     for r, t in enumerate(input_list):
-        engine.xp.copyto(stacked[r], _Staged(engine, t, "reduce_scatter").array)
+        _check_place(engine, t, "reduce_scatter")
+        if t.backend.kind == engine.native:
+            t.backend.assign(stacked[r], t.buffer)
+        else:
+            stacked[r] = t.backend.to_numpy(t.buffer)
     return _reduce_scatter(engine, output, stacked, op, async_op)
 
 
@@ -207,5 +205,5 @@ def _reduce_scatter(engine, output, stacked, op: ReduceOp, async_op: bool):
     work = engine.reduce_scatter(target.array, stacked,
                                  "sum" if op is ReduceOp.AVG else op.value)
     if op is ReduceOp.AVG:
-        work.then(lambda: divide(engine, target.array))
+        work.then(lambda: engine.divide(target.array))
     return _finish(work.then(target.write_back), async_op)

@@ -150,7 +150,19 @@ class MPIEngine:
             return array.view(np.uint8), self.ops["max" if op in ("sum", "max") else "min"]
         return array, self.ops[op]
 
-    def all_reduce(self, array: np.ndarray, op: str, side_stream: bool = False) -> Work:
+    def empty(self, shape: tuple, dtype) -> np.ndarray:
+        return np.empty(shape, dtype)
+
+    def divide(self, array: np.ndarray) -> None:
+        """array /= world size, in place (AVG, gradient averaging)."""
+        if self.world_size > 1:
+            np.divide(array, self.world_size, out=array)
+
+    def make_events(self) -> None:
+        """No streams here (NCCL's engine makes two events per gradient bucket)."""
+        return None
+
+    def all_reduce(self, array: np.ndarray, op: str, events=None) -> Work:
         data, mpi_op = self._operands(array, op)
         return Work(self, [self.comm.Iallreduce(self.MPI.IN_PLACE, data, op=mpi_op)],
                     "all_reduce")

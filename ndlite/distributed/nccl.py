@@ -126,6 +126,16 @@ class NCCLEngine:
     def _current(self):
         return self.xp.cuda.get_current_stream()
 
+    def empty(self, shape: tuple, dtype):
+        with self.device:
+            return self.xp.empty(shape, dtype)
+
+    def divide(self, array) -> None:
+        """array /= world size, in place, queued on the current stream."""
+        if self.world_size > 1:
+            with self.device:
+                self.xp.divide(array, self.world_size, out=array)
+
     def make_events(self) -> tuple:
         """Two events for one side-stream reduction (made ahead: none inside a graph capture)."""
         Event = self.xp.cuda.Event

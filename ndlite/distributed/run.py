@@ -246,8 +246,9 @@ class Launch:
         """rank -> pid of every rank process still running."""
         if self.engine != "mpi":
             return {rank: p.pid for rank, p in self.procs.items() if p.poll() is None}
+        done = self._reports("exit")
         return {rank: entry["pid"] for rank, entry in self._reports("pid").items()
-                if _alive(entry["pid"])}
+                if rank not in done and _alive(entry["pid"])}
 
     def _signal(self, sig) -> None:
         if self.engine == "mpi":
