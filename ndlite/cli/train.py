@@ -47,6 +47,9 @@ def add_parser(sub) -> None:
                    help="cupy only: record one training step as a CUDA graph and replay it "
                         "for every full batch (ndlite.cuda.Trainer)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--nproc", type=int, default=1, metavar="N",
+                   help="train data-parallel on N ranks of this host (MPI on CPUs, NCCL for "
+                        "cupy); --batch-size stays the global batch")
     p.add_argument("--json", default=None, metavar="PATH",
                    help="also write the per-epoch results to PATH as JSON")
     p.set_defaults(run=run)
@@ -120,6 +123,10 @@ def run(args) -> int:
         return _fail(f"--limit must be positive, got {args.limit}")
     if args.subset and args.data_dir:
         return _fail("use either --subset or --data-dir, not both")
+    from ..distributed import mnist as data_parallel
+
+    if data_parallel.wanted(args):
+        return data_parallel.run(args)
     try:
         backend = ndlite.get_backend(args.backend)
     except (BackendUnavailableError, ValueError, KeyError) as exc:

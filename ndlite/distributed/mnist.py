@@ -1,0 +1,201 @@
+"""`ndlite train mnist --nproc N`: the seed CNN trained data-parallel on N ranks of this host.
+
+`--batch-size` stays the global batch: each rank takes batch/N digits of it through a
+DistributedSampler, and DistributedDataParallel averages the gradients, so a step is one
+process's step at that batch up to the order of the additions. The command relaunches itself
+through the launcher (`ndlite.distributed.run`): each rank runs `python -m
+ndlite.distributed.mnist`, which reads the parsed options from NDLITE_TRAIN_ARGS. Loss, test
+accuracy (the test set split over the ranks, counts summed) and images/s are reported by rank
+0 for all ranks together. `ndlite run --nproc-per-node N -m ndlite train mnist ...` gets here
+too (WORLD_SIZE > 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+ARGS_VARIABLE = "NDLITE_TRAIN_ARGS"
+
+
+def wanted(args) -> bool:
+    """Whether `ndlite train` should train data-parallel: --nproc > 1, or inside a job."""
+    return getattr(args, "nproc", 1) != 1 or int(os.environ.get("WORLD_SIZE", "1")) > 1
+
+
+def _fail(message: str) -> int:
+    print(f"ndlite train: error: {message}", file=sys.stderr)
+    return 2
+
+
+def run(args) -> int:
+    """From `ndlite train`: start the ranks, or (inside a job) be one."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if "RANK" in os.environ and world > 1:
+        if args.nproc not in (1, world):
+            return _fail(f"--nproc {args.nproc} inside a job of {world} ranks")
+        return train_rank(args)
+    if args.nproc < 1:
+        return _fail(f"--nproc must be at least 1, got {args.nproc}")
+    if args.batch_size % args.nproc:
+        return _fail(f"--batch-size {args.batch_size} (the global batch) must divide evenly "
+                     f"among {args.nproc} ranks")
+    from .run import LaunchError, launch
+
+    options = {k: v for k, v in vars(args).items() if k != "run"}
+    spec = args.backend or os.environ.get("NDLITE_BACKEND", "")
+    engine = "nccl" if spec.startswith("cupy") else "auto"
+    try:
+        return launch(["-m", "ndlite.distributed.mnist"], args.nproc, engine=engine,
+                      env=dict(os.environ, **{ARGS_VARIABLE: json.dumps(options)}))
+    except LaunchError as exc:
+        return _fail(str(exc))
+
+
+def _device(args):
+    """This rank's backend: cupy means cupy:LOCAL_RANK (one GPU per rank)."""
+    import ndlite
+
+    spec = args.backend or os.environ.get("NDLITE_BACKEND") or "numpy"
+    if spec == "cupy":
+        spec = f"cupy:{os.environ.get('LOCAL_RANK', '0')}"
+    return ndlite.get_backend(spec)
+
+
+def _summed(values: list, backend, dtype: str, op=None) -> list:
+    """`values` reduced over the ranks (SUM, or `op`)."""
+    import ndlite
+
+    from . import ReduceOp, all_reduce
+
+    t = ndlite.tensor(values, dtype=dtype, backend=backend)
+    all_reduce(t, op or ReduceOp.SUM)
+    return t.tolist()
+
+
+def _correct(model, loader) -> tuple[int, int]:
+    import ndlite
+
+    model.eval()
+    correct = count = 0
+    with ndlite.no_grad():
+        for x, y in loader:
+            correct += int((model(x).argmax(dim=1) == y).sum().item())
+            count += len(y)
+    return correct, count
+
+
+def train_rank(args) -> int:
+    """One rank's training (the process group is made and destroyed here)."""
+    import ndlite
+    import ndlite.distributed as dist
+
+    from ..cli.train import DEFAULT_LR, make_optimizer, train_epoch
+    from ..data import MNIST, DataLoader, DistributedSampler, MNISTError
+    from ..nn import functional as F
+    from ..nn.parallel import DistributedDataParallel
+
+    backend = _device(args)
+    dist.init_process_group("nccl" if backend.kind == "cupy" else "mpi", device=backend
+                            if backend.kind == "cupy" else None)
+    try:
+        rank, world = dist.get_rank(), dist.get_world_size()
+        lead = rank == 0
+        try:
+            if args.subset:
+                train_set, test_set = MNIST.bundled(True), MNIST.bundled(False)
+            else:
+                train_set = MNIST(args.data_dir, train=True, download=args.download and lead)
+                test_set = MNIST(args.data_dir, train=False, download=args.download and lead)
+        except MNISTError as exc:
+            return _fail(str(exc))
+        if args.limit is not None:
+            train_set.images, train_set.labels = (train_set.images[:args.limit],
+                                                  train_set.labels[:args.limit])
+        lr = DEFAULT_LR[args.optimizer] if args.lr is None else args.lr
+        per_rank = args.batch_size // world
+        ndlite.manual_seed(args.seed)
+        model = ndlite.nn.models.mnist_cnn().to(backend)
+        ddp = DistributedDataParallel(model)
+        optimizer = make_optimizer(args.optimizer, ddp.parameters(), lr, args.weight_decay)
+        sampler = DistributedSampler(train_set, seed=args.seed)
+        train_loader = DataLoader(train_set, per_rank, sampler=sampler,
+                                  backend="numpy" if args.graph else backend)
+        test_loader = DataLoader(test_set, 1000, sampler=range(rank, len(test_set), world),
+                                 backend=backend)
+        if lead:
+            source = "the bundled subset" if args.subset else train_set.root
+            print(f"training the seed CNN data-parallel on {world} ranks ({dist.get_backend()}"
+                  f", backend {backend.name}) on {len(train_set)} MNIST digits from {source}, "
+                  f"testing on {len(test_set)}; {args.optimizer} lr {lr}, batch "
+                  f"{args.batch_size} ({per_rank} per rank)", flush=True)
+        schedule = None
+        if args.lr_schedule == "cosine":
+            schedule = ndlite.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=args.epochs)
+        elif args.lr_schedule == "step":
+            schedule = ndlite.optim.lr_scheduler.StepLR(optimizer, max(args.epochs // 3, 1))
+        trainer = None
+        if args.graph:
+            from ..cuda import Trainer
+
+            trainer = Trainer(ddp, optimizer, F.nll_loss)
+        history = []
+        for epoch in range(1, args.epochs + 1):
+            sampler.set_epoch(epoch - 1)
+            bar = None
+            if lead and not args.no_progress:
+                from tqdm import tqdm
+
+                bar = tqdm(train_loader, desc=f"epoch {epoch}/{args.epochs}", unit="batch",
+                           leave=False, file=sys.stderr)
+            start = time.perf_counter()
+            stats = trainer.train_epoch(train_loader, bar) if trainer else \
+                train_epoch(ddp, train_loader, optimizer, bar)
+            if bar is not None:
+                bar.close()
+            loss_sum, images = _summed([stats["loss"] * stats["images"], stats["images"]],
+                                       backend, "float64")
+            seconds = _summed([time.perf_counter() - start], backend, "float64",
+                              dist.ReduceOp.MAX)[0]
+            correct, count = _summed(list(_correct(ddp, test_loader)), backend, "int64")
+            stats = {"epoch": epoch, "loss": loss_sum / max(images, 1), "images": int(images),
+                     "seconds": seconds, "test_accuracy": correct / max(count, 1),
+                     "images_per_second": images / seconds, "ranks": world}
+            if schedule is not None:
+                stats["lr"] = schedule.get_last_lr()[0]
+                schedule.step()
+            history.append(stats)
+            if lead:
+                print(f"epoch {epoch:2d}  train loss {stats['loss']:.4f}  test accuracy "
+                      f"{100 * stats['test_accuracy']:.2f}%  epoch time {seconds:.1f} s  "
+                      f"{stats['images_per_second']:.0f} images/s ({world} ranks)", flush=True)
+        if lead and args.save:
+            ndlite.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                         "epochs": args.epochs}, args.save)
+            print(f"saved the model and optimizer state to {args.save}")
+        if lead and args.json:
+            with open(args.json, "w") as f:
+                json.dump({"command": "ndlite train mnist", "ranks": world,
+                           "engine": dist.get_backend(),
+                           "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                           "args": {k: v for k, v in vars(args).items() if k != "run"},
+                           "backend": backend.name, "device": backend.device_name(),
+                           "epochs": history}, f, indent=2)
+        return 0
+    finally:
+        dist.destroy_process_group()
+
+
+def main() -> int:
+    text = os.environ.get(ARGS_VARIABLE)
+    if text is None:
+        return _fail(f"python -m ndlite.distributed.mnist runs the ranks of `ndlite train "
+                     f"mnist --nproc N`, which sets {ARGS_VARIABLE}; use that command")
+    return train_rank(argparse.Namespace(**json.loads(text)))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
