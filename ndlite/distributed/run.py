@@ -263,7 +263,12 @@ class Launch:
 
     def stop(self) -> list[int]:
         """SIGTERM every rank still running, SIGKILL after the grace period; returns them."""
-        live = sorted(self._live_ranks())
+        if self.engine == "mpi":  # a rank may not have written its pid yet: mpiexec has it
+            done, pids = self._reports("exit"), self._reports("pid")
+            live = [rank for rank in range(self.nproc) if rank not in done
+                    and (rank not in pids or _alive(pids[rank]["pid"]))]
+        else:
+            live = sorted(self._live_ranks())
         self._signal(signal.SIGTERM)
         deadline = time.monotonic() + self.grace
         while time.monotonic() < deadline and (self._live_ranks() or self._starter_running()):

@@ -19,7 +19,7 @@ if how == "collective":
         raise ValueError("boom in rank 1 after a barrier")
     dist.barrier()  # rank 0 waits here for a rank that is gone
 elif rank == 1:
-    time.sleep(0.3)
+    time.sleep(1.0)
     if how == "raise":
         raise ValueError("boom in rank 1")
     if how == "exit3":
