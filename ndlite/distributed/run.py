@@ -77,7 +77,8 @@ def _free_port(host: str) -> int:
         return s.getsockname()[1]
 
 
-def _mpiexec_command(nproc: int) -> list[str]:
+def mpiexec_command(nproc: int) -> list[str]:
+    """`mpiexec -n NPROC` of mpi4py's MPI, with the flags Open MPI needs here."""
     from .group import is_mpi_available
     from .mpi import INSTALL, mpiexec
 
@@ -148,7 +149,7 @@ class Launch:
     def start(self) -> None:
         if self.engine == "mpi":
             env = {k: v for k, v in self.env.items() if k not in ("RANK", "LOCAL_RANK")}
-            self.mpiexec = subprocess.Popen(_mpiexec_command(self.nproc) + self.worker, env=env,
+            self.mpiexec = subprocess.Popen(mpiexec_command(self.nproc) + self.worker, env=env,
                                             stdin=subprocess.DEVNULL, start_new_session=True)
             return
         for local in range(self.nproc):

@@ -9,16 +9,16 @@ import sys
 import time
 
 how = sys.argv[1]
-rank = int(os.environ["RANK"])
 if how == "collective":
     import ndlite.distributed as dist
 
-    dist.init_process_group("mpi")
+    dist.init_process_group("mpi")  # under a bare mpiexec too: then RANK is not set
+    rank = dist.get_rank()
     dist.barrier()
     if rank == 1:
         raise ValueError("boom in rank 1 after a barrier")
     dist.barrier()  # rank 0 waits here for a rank that is gone
-elif rank == 1:
+elif int(os.environ["RANK"]) == 1:
     time.sleep(1.0)
     if how == "raise":
         raise ValueError("boom in rank 1")
