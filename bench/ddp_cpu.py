@@ -6,7 +6,7 @@ each) against 1 process at the same per-rank batch, with one thread and with eve
 Each configuration runs in fresh processes (`--worker`): training steps on random
 MNIST-shaped batches, RMSprop, after 5 warm-up steps; the ranks are started by
 `python -m ndlite.distributed.run --engine mpi`. Images/s counts the images of every rank over
-the slowest rank's time; the best of `--repeats` runs is kept. The ranks also time an
+the slowest rank's time; the best of `--repeats` runs (interleaved) is kept. The ranks also time an
 all-reduce of the model's gradient size (what DDP adds to a step).
 """
 
@@ -113,12 +113,15 @@ def main() -> None:
                 max(cores // 2, 1))]
     print(f"seed CNN training steps on {cpu_name()} ({cores} cores), batch {args.batch} per "
           f"rank, {args.steps} steps, best of {args.repeats}")
+    runs: dict = {name: [] for name, _, _ in configs}
+    for _ in range(args.repeats):  # interleaved, so that a busy spell hits every config
+        for name, ranks, threads in configs:
+            runs[name].append(measure(ranks, threads, args.batch, args.steps))
     results = {}
     for name, ranks, threads in configs:
-        runs = [measure(ranks, threads, args.batch, args.steps) for _ in range(args.repeats)]
-        best = max(runs, key=lambda r: r["images_per_second"])
+        best = max(runs[name], key=lambda r: r["images_per_second"])
         results[name] = {"ranks": ranks, "threads_per_rank": threads, "best": best,
-                         "images_per_second_runs": [r["images_per_second"] for r in runs]}
+                         "images_per_second_runs": [r["images_per_second"] for r in runs[name]]}
         extra = (f", all-reduce of {best['allreduce_elements']:,} floats "
                  f"{best['allreduce_ms']:.2f} ms" if "allreduce_ms" in best else "")
         print(f"  {name:40s} {best['images_per_second']:7.0f} images/s  "
