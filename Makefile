@@ -2,8 +2,9 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-# test: every test on every backend this machine has (pocl gives a CPU OpenCL device)
-EXTRAS ?= test,pocl
+# test: every test on every backend this machine has (pocl gives a CPU OpenCL device; mpi
+# runs the data-parallel tests on two MPI ranks)
+EXTRAS ?= test,pocl,mpi
 
 .PHONY: demo test bench lint clean
 

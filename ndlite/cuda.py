@@ -176,7 +176,7 @@ class Trainer:
         return self._step(_on(x, backend), _on(y, backend))
 
     def train_epoch(self, loader, progress=None) -> dict:
-        """One pass over `loader`, as `ndlite.cli.train.train_epoch` (same statistics)."""
+        """One pass over `loader`, as `ndlite.cli.steps.train_epoch` (same statistics)."""
         self.model.train()
         total, images, start = 0.0, 0, time.perf_counter()
         for x, y in (progress if progress is not None else loader):

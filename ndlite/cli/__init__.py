@@ -4,6 +4,7 @@
     ndlite conformance          check backends against the reference, op by op
     ndlite train mnist          train the seed CNN on MNIST
     ndlite bench crossover      benchmarks on this machine (also overhead, train)
+    ndlite run ... script.py    start the ranks of a data-parallel job
 """
 
 from __future__ import annotations
@@ -11,10 +12,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import bench, conformance, info, train
+from . import bench, conformance, info, run, train
 
 #: subcommand modules; each has `add_parser(subparsers)` and `run(args) -> int`
-COMMANDS = [info, conformance, train, bench]
+COMMANDS = [info, conformance, train, bench, run]
 
 
 def build_parser() -> argparse.ArgumentParser:

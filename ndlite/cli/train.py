@@ -19,8 +19,8 @@ import json
 import sys
 import time
 
-DEFAULT_LR = {"rmsprop": 1e-3, "adam": 1e-3, "sgd": 0.05}
-DEFAULT_OPTIMIZER = "adam"
+from . import train_parallel
+from .steps import DEFAULT_LR, DEFAULT_OPTIMIZER, evaluate, make_optimizer, train_epoch
 
 
 def add_parser(sub) -> None:
@@ -61,6 +61,9 @@ def add_parser(sub) -> None:
                    help="cupy only: record one training step as a CUDA graph and replay it "
                         "for every full batch (ndlite.cuda.Trainer)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--nproc", type=int, default=1, metavar="N",
+                   help="train data-parallel on N ranks of this host (MPI on CPUs, NCCL for "
+                        "cupy); --batch-size stays the global batch")
     p.add_argument("--json", default=None, metavar="PATH",
                    help="also write the per-epoch results to PATH as JSON")
     p.add_argument("--metrics", default=None, metavar="FILE",
@@ -72,61 +75,6 @@ def add_parser(sub) -> None:
                    help="draw the loss and accuracy curves to PNG after training (needs "
                         "matplotlib: pip install 'ndlite[plot]')")
     p.set_defaults(run=run)
-
-
-def make_optimizer(name: str, params, lr: float, weight_decay: float):
-    from .. import optim
-
-    if name == "sgd":
-        return optim.SGD(params, lr=lr, momentum=0.9, weight_decay=weight_decay)
-    if name == "adam":
-        return optim.Adam(params, lr=lr, weight_decay=weight_decay)
-    return optim.RMSprop(params, lr=lr, weight_decay=weight_decay)
-
-
-def train_epoch(model, loader, optimizer, progress=None, on_step=None, step=None) -> dict:
-    """One pass over `loader`; returns mean loss, images and seconds.
-
-    `step(x, y)` runs one training step and returns the loss (default: forward, NLL loss,
-    backward, optimizer step); `on_step(loss, images)` is called after each step.
-    """
-    from ..nn import functional as F
-
-    if step is None:
-        def step(x, y):
-            optimizer.zero_grad()
-            loss = F.nll_loss(model(x), y)
-            loss.backward()
-            optimizer.step()
-            return loss
-
-    model.train()
-    total, images, start = 0.0, 0, time.perf_counter()
-    batches = progress if progress is not None else loader
-    for x, y in batches:
-        value = step(x, y).item()
-        total += value * len(y)
-        images += len(y)
-        if progress is not None:
-            progress.set_postfix(loss=f"{value:.4f}", refresh=False)
-        if on_step is not None:
-            on_step(value, len(y))
-    seconds = time.perf_counter() - start
-    return {"loss": total / max(images, 1), "images": images, "seconds": seconds}
-
-
-def evaluate(model, loader) -> float:
-    """Accuracy of `model` (log-probabilities out) over `loader`."""
-    from .. import no_grad
-
-    model.eval()
-    correct = count = 0
-    with no_grad():
-        for x, y in loader:
-            predicted = model(x).argmax(dim=1)
-            correct += int((predicted == y).sum().item())
-            count += len(y)
-    return correct / max(count, 1)
 
 
 def _fail(message: str) -> int:
@@ -261,6 +209,8 @@ def run(args) -> int:
     problem = _invalid(args, lr)
     if problem:
         return _fail(problem)
+    if train_parallel.wanted(args):
+        return train_parallel.run(args)
     try:
         backend = ndlite.get_backend(args.backend)
     except (BackendUnavailableError, ValueError, KeyError) as exc:

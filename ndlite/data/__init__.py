@@ -4,5 +4,7 @@ SHA-256 checks, and a small real subset bundled with the package)."""
 from .dataloader import DataLoader
 from .dataset import Dataset, TensorDataset
 from .mnist import MNIST, MNISTError
+from .sampler import DistributedSampler
 
-__all__ = ["DataLoader", "Dataset", "MNIST", "MNISTError", "TensorDataset"]
+__all__ = ["DataLoader", "Dataset", "DistributedSampler", "MNIST", "MNISTError",
+           "TensorDataset"]

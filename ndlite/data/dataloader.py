@@ -1,5 +1,6 @@
 """DataLoader: batches of a dataset as tensors on a chosen backend, optionally shuffled with
-a seed (reproducible epoch after epoch), optionally dropping the last incomplete batch."""
+a seed (reproducible epoch after epoch) or in the order of a sampler (DistributedSampler),
+optionally dropping the last incomplete batch."""
 
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ def _collate(items: list):
 class DataLoader:
     """Iterate over `dataset` in batches of tensors created on `backend` (default: the
     current one). `shuffle` draws a new order each epoch from `seed` (or, without a seed,
-    from ndlite's generator, which `ndlite.manual_seed` controls).
+    from ndlite's generator, which `ndlite.manual_seed` controls). A `sampler` (an iterable
+    of dataset indices with a length, such as DistributedSampler) gives the order instead.
 
     >>> import ndlite
     >>> ds = ndlite.data.TensorDataset(ndlite.arange(10.0), ndlite.arange(10))
@@ -39,19 +41,26 @@ class DataLoader:
     """
 
     def __init__(self, dataset, batch_size: int = 1, shuffle: bool = False,
-                 drop_last: bool = False, seed: int | None = None, backend=None):
+                 drop_last: bool = False, seed: int | None = None, backend=None,
+                 sampler=None):
         if not isinstance(batch_size, numbers.Integral) or batch_size <= 0:
             raise ValueError(f"DataLoader: batch_size must be a positive integer, got "
                              f"{batch_size!r}")
+        if sampler is not None and shuffle:
+            raise ValueError("DataLoader: sampler and shuffle=True exclude each other (the "
+                             "sampler decides the order)")
+        self.sampler = sampler
         self.dataset, self.batch_size = dataset, int(batch_size)
         self.shuffle, self.drop_last, self.backend = shuffle, drop_last, backend
         self._rng = np.random.default_rng(seed) if seed is not None else None
 
     def __len__(self) -> int:
-        n = len(self.dataset)
+        n = len(self.dataset) if self.sampler is None else len(self.sampler)
         return n // self.batch_size if self.drop_last else math.ceil(n / self.batch_size)
 
     def _order(self) -> np.ndarray:
+        if self.sampler is not None:
+            return np.fromiter(iter(self.sampler), dtype=np.int64)
         n = len(self.dataset)
         if not self.shuffle:
             return np.arange(n)

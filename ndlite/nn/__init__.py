@@ -1,7 +1,7 @@
 """Neural-network building blocks with PyTorch's names: `Module`, `Parameter`, layers,
 losses, `init`, and the functional ops in `ndlite.nn.functional`."""
 
-from . import functional, init, models, utils
+from . import functional, init, models, parallel, utils
 from .activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
 from .container import ModuleList, Sequential
 from .containers_more import (

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import ndlite
-from ndlite.cli.train import evaluate, train_epoch
+from ndlite.cli.steps import evaluate, train_epoch
 from ndlite.data import MNIST, DataLoader
 
 FULL = Path(__file__).resolve().parents[3] / "shared" / "data" / "mnist"

@@ -1,0 +1,63 @@
+"""The pieces of a training run that `ndlite train` and its data-parallel ranks
+(train_parallel.py) share: default learning rates, the optimizer by name, one epoch, and the
+test accuracy."""
+
+from __future__ import annotations
+
+import time
+
+from .. import optim
+from ..graph import no_grad
+from ..nn import functional as F
+
+DEFAULT_LR = {"rmsprop": 1e-3, "adam": 1e-3, "sgd": 0.05}
+DEFAULT_OPTIMIZER = "adam"
+
+
+def make_optimizer(name: str, params, lr: float, weight_decay: float):
+    if name == "sgd":
+        return optim.SGD(params, lr=lr, momentum=0.9, weight_decay=weight_decay)
+    if name == "adam":
+        return optim.Adam(params, lr=lr, weight_decay=weight_decay)
+    return optim.RMSprop(params, lr=lr, weight_decay=weight_decay)
+
+
+def train_epoch(model, loader, optimizer, progress=None, on_step=None, step=None) -> dict:
+    """One pass over `loader`; returns mean loss, images and seconds.
+
+    `step(x, y)` runs one training step and returns the loss (default: forward, NLL loss,
+    backward, optimizer step); `on_step(loss, images)` is called after each step.
+    """
+    if step is None:
+        def step(x, y):
+            optimizer.zero_grad()
+            loss = F.nll_loss(model(x), y)
+            loss.backward()
+            optimizer.step()
+            return loss
+
+    model.train()
+    total, images, start = 0.0, 0, time.perf_counter()
+    batches = progress if progress is not None else loader
+    for x, y in batches:
+        value = step(x, y).item()
+        total += value * len(y)
+        images += len(y)
+        if progress is not None:
+            progress.set_postfix(loss=f"{value:.4f}", refresh=False)
+        if on_step is not None:
+            on_step(value, len(y))
+    seconds = time.perf_counter() - start
+    return {"loss": total / max(images, 1), "images": images, "seconds": seconds}
+
+
+def evaluate(model, loader) -> float:
+    """Accuracy of `model` (log-probabilities out) over `loader`."""
+    model.eval()
+    correct = count = 0
+    with no_grad():
+        for x, y in loader:
+            predicted = model(x).argmax(dim=1)
+            correct += int((predicted == y).sum().item())
+            count += len(y)
+    return correct / max(count, 1)
