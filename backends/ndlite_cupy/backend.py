@@ -268,6 +268,8 @@ class CupyBackend(XpBackend):
     def sum(self, x, axes, keepdims):
         if not axes:  # NumPy reduces nothing, but sums bool and int32 to int64 all the same
             return x.astype(np.int64) if x.dtype.kind in "biu" else x.copy()
+        if x.dtype == np.float32:  # accumulate in float64: accurate along any axis
+            return x.sum(axis=axes, keepdims=keepdims, dtype=np.float64).astype(np.float32)
         return x.sum(axis=axes, keepdims=keepdims)
 
     # max and min keep NumPy's choice between equal values (-0.0 or +0.0): kernels/reduce.cu

@@ -19,6 +19,7 @@ import datetime
 import os
 import socket
 import sys
+import time
 
 from .errors import DistributedError
 
@@ -143,6 +144,11 @@ def _init_mpi(rank, world_size, seconds):
     return engine, local
 
 
+#: seconds between printing an uncaught exception and MPI_Abort: hydra forwards a rank's
+#: output asynchronously, and an abort right after the print lost it (seen in CI)
+ABORT_GRACE = 0.5
+
+
 def _abort_on_uncaught_exception(engine):
     """Under a bare mpiexec, a rank that dies of an exception would leave the others waiting
     in their next collective (hydra does not stop them): print it, then MPI_Abort the job,
@@ -152,6 +158,7 @@ def _abort_on_uncaught_exception(engine):
     def abort(kind, value, traceback):
         previous(kind, value, traceback)
         sys.stderr.flush()
+        time.sleep(ABORT_GRACE)  # the process manager forwards our stderr before it kills us
         engine.MPI.COMM_WORLD.Abort(1)
 
     sys.excepthook = abort

@@ -42,8 +42,13 @@ def unique_id() -> bytes:
     return bytes(c & 0xFF for c in import_nccl().get_unique_id())
 
 
-def _as_comm_id(data: bytes) -> tuple:
-    return tuple(b - 256 if b > 127 else b for b in data)
+def _communicator(nccl, world_size: int, comm_id: bytes, rank: int):
+    """ncclCommInitRank: CuPy 14 takes the id as bytes, older CuPy as a tuple of signed chars."""
+    try:
+        return nccl.NcclCommunicator(world_size, comm_id, rank)
+    except TypeError:
+        return nccl.NcclCommunicator(world_size, tuple(b - 256 if b > 127 else b
+                                                       for b in comm_id), rank)
 
 
 class Work:
@@ -100,7 +105,7 @@ class NCCLEngine:
         self.ops = {"sum": nccl.NCCL_SUM, "prod": nccl.NCCL_PROD, "max": nccl.NCCL_MAX,
                     "min": nccl.NCCL_MIN}
         with self.device:
-            self.comm = nccl.NcclCommunicator(world_size, _as_comm_id(comm_id), rank)
+            self.comm = _communicator(nccl, world_size, comm_id, rank)
             self.side = cupy.cuda.Stream(non_blocking=True)  # DDP's buckets
             self.scratch = cupy.zeros(1, dtype=np.float32)  # the barrier's all-reduce
 

@@ -8,6 +8,8 @@ from hypothesis import assume
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+import ndlite
+
 from ..ops import samples
 from .samplers import MAX_SIDE, Case, arrays, sampler, shapes
 
@@ -83,7 +85,8 @@ def _index_put(spec, dtype):
     def draw_case(draw):
         shape = draw(shapes(min_dims=1))
         key = _index_key(draw, shape, advanced=draw(st.booleans()))
-        written = np.arange(int(np.prod(shape))).reshape(shape)[key]
+        # the positions x[key] writes, in PyTorch's order of dims (ndlite's own indexing)
+        written = ndlite.tensor(np.arange(int(np.prod(shape))).reshape(shape))[key].numpy()
         # a position written twice keeps one of the values: its gradient is not defined
         assume(np.unique(written).size == written.size)
         target = written.shape
