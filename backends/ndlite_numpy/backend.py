@@ -102,7 +102,8 @@ class NumpyBackend(XpBackend):
         return f"CPU ({platform.processor() or platform.machine()}, {os.cpu_count()} cores)"
 
     def info(self) -> dict:
-        return {**super().info(), "numpy": np.__version__, "devices": [self.device_name()]}
+        return {**super().info(), "numpy": np.__version__, "devices": [self.device_name()],
+                "threads": threads.describe()}
 
     def relu(self, x):
         # a Python 0 is weak (keeps x's dtype) and cheaper than building a NumPy scalar
