@@ -7,7 +7,9 @@ tiny MLP 32-64-64-10 (batch 32, Adam).
 
 Training steps of the two frameworks alternate in one process (ndlite, torch, ndlite, ...), so
 that a busy machine slows both alike; the figure is the median of the per-step ratios
-ndlite / torch, after warm-up. Raw step times go to bench/results/<out>.json.
+ndlite / torch, after warm-up. With --block K each framework runs K steps in turn and the first
+of each block is not timed (the other's BLAS / OpenMP threads may still spin then); the ratio
+is then per round, of the medians of the timed steps. Raw step times go to bench/results/<out>.json.
 """
 
 from __future__ import annotations
@@ -87,7 +89,7 @@ def make_step(framework: str, name: str):
     return step
 
 
-def compare(name: str, steps: int, warmup: int) -> dict:
+def compare(name: str, steps: int, warmup: int, block: int) -> dict:
     import numpy as np
 
     rng = np.random.default_rng(0)
@@ -96,13 +98,21 @@ def compare(name: str, steps: int, warmup: int) -> dict:
                 rng.integers(0, classes, shape[0])) for _ in range(4)]
     ours, theirs = make_step("ndlite", name), make_step("torch", name)
     times = {"ndlite": [], "torch": []}
+    ratios = []
     for i in range(warmup + steps):
-        x, y = batches[i % len(batches)]
-        a, b = ours(x, y), theirs(x, y)
+        # `block` steps of each in turn, the first of a block not timed: the other's threads
+        # may still be spinning then (OpenBLAS's and OpenMP's wait busily after their work)
+        pair = []
+        for step in (ours, theirs):
+            for j in range(block):
+                x, y = batches[(i * block + j) % len(batches)]
+                seconds = step(x, y)
+                if i >= warmup and (j or block == 1):
+                    times["ndlite" if step is ours else "torch"].append(seconds)
+                    pair.append(seconds)
         if i >= warmup:
-            times["ndlite"].append(a)
-            times["torch"].append(b)
-    ratios = [a / b for a, b in zip(times["ndlite"], times["torch"])]
+            half = len(pair) // 2
+            ratios.append(statistics.median(pair[:half]) / statistics.median(pair[half:]))
     return {"ratio_median": statistics.median(ratios),
             "ndlite_median_ms": statistics.median(times["ndlite"]) * 1e3,
             "torch_median_ms": statistics.median(times["torch"]) * 1e3,
@@ -115,6 +125,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--models", nargs="+", default=list(SHAPES))
+    parser.add_argument("--block", type=int, default=1,
+                        help="steps of each framework in turn (1: strict alternation)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
     threads = pin_threads(args.threads)
@@ -129,16 +141,17 @@ def main() -> None:
     ndlite.set_backend("numpy")
     backend_info = ndlite.get_backend().info()
     print(f"ndlite (numpy) / torch {torch.__version__} CPU, {threads} thread(s), median of "
-          f"{args.steps} per-step ratios; ndlite threads {own.count()}, "
+          f"{args.steps} per-step ratios (block {args.block}); ndlite threads {own.count()}, "
           f"compiled kernels: {kernels.status()}")
     results = {}
     for name in args.models:
-        r = compare(name, args.steps, args.warmup)
+        r = compare(name, args.steps, args.warmup, args.block)
         results[name] = r
         print(f"  {name:9s} ndlite {r['ndlite_median_ms']:8.2f} ms  torch "
               f"{r['torch_median_ms']:8.2f} ms  ratio {r['ratio_median']:.2f}", flush=True)
     out = args.out or f"cpu_models_{threads}threads"
-    print(f"wrote {save(out, {'threads': threads, 'backend_info': backend_info, **results})}")
+    payload = {"threads": threads, "block": args.block, "backend_info": backend_info, **results}
+    print(f"wrote {save(out, payload)}")
 
 
 if __name__ == "__main__":

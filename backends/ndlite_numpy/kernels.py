@@ -20,8 +20,13 @@ import threading
 
 import numpy as np
 
+#: "0": never (the pure NumPy path); "1": always; "auto" (the default): from more threads than
+#: the backend's own Python pool takes (threads.MAX_THREADS): below that the NumPy path, whose
+#: columns stay in cache, was as fast or faster (docs/DESIGN.md)
+MODE = os.environ.get("NDLITE_NUMBA", "auto")
+
 try:
-    if os.environ.get("NDLITE_NUMBA", "1") == "0":
+    if MODE == "0":
         raise ImportError("NDLITE_NUMBA=0")
     import numba
     from numba import njit, prange
@@ -44,7 +49,8 @@ def status() -> str:
     """For `ndlite info`: which path the heavy ops take."""
     if numba is None:
         return f"NumPy only ({_why or 'numba not installed'}; pip install 'ndlite[cpu]')"
-    return f"numba {numba.__version__} parallel kernels ({numba.config.THREADING_LAYER} layer)"
+    return (f"numba {numba.__version__} parallel kernels ({numba.config.THREADING_LAYER} "
+            f"layer), NDLITE_NUMBA={MODE}")
 
 
 _lock = threading.Lock()  # the workqueue layer takes one launch at a time
@@ -62,6 +68,13 @@ def _launch(kernel, threads: int, *args) -> None:
 if numba is not None:
     _jit = njit(parallel=True, nogil=True, cache=True, fastmath=False)
 
+    @njit(inline="always")
+    def _inside(s, p, offset, size, out):
+        """The outputs q in [lo, hi) whose tap q*s - p + offset falls inside [0, size)."""
+        lo = max(0, -((offset - p) // s))  # ceil((p - offset) / s)
+        hi = min(out, max(0, -((offset - p - size) // s)))  # ceil((size + p - offset) / s)
+        return lo, max(lo, hi)
+
     @_jit
     def im2col(x, cols, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):
         """cols[(c, i, j), (n, y, x)] = x[n, c, y*sh - ph + i*dh, x*sw - pw + j*dw] (0 outside)."""
@@ -71,20 +84,19 @@ if numba is not None:
             k, n = t // n_img, t % n_img
             c, r = k // (kh * kw), k % (kh * kw)
             i, j = r // kw, r % kw
-            base = n * plane
+            lo, hi = _inside(sw, pw, j * dw, w, ow)
+            shift = j * dw - pw
             for y in range(oh):
                 row = y * sh - ph + i * dh
-                dst = base + y * ow
+                dst = cols[k, n * plane + y * ow:n * plane + (y + 1) * ow]
                 if row < 0 or row >= h:
-                    for q in range(ow):
-                        cols[k, dst + q] = 0
+                    dst[:] = 0
                     continue
-                for q in range(ow):
-                    col = q * sw - pw + j * dw
-                    if 0 <= col < w:
-                        cols[k, dst + q] = x[n, c, row, col]
-                    else:
-                        cols[k, dst + q] = 0
+                src = x[n, c, row]
+                dst[:lo] = 0
+                for q in range(lo, hi):
+                    dst[q] = src[q * sw + shift]
+                dst[hi:] = 0
 
     @_jit
     def col2im(cols, grad, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):
@@ -98,15 +110,16 @@ if numba is not None:
             for i in range(kh):
                 for j in range(kw):
                     k = (c * kh + i) * kw + j
+                    lo, hi = _inside(sw, pw, j * dw, w, ow)
+                    shift = j * dw - pw
                     for y in range(oh):
                         row = y * sh - ph + i * dh
                         if row < 0 or row >= h:
                             continue
-                        src = n * plane + y * ow
-                        for q in range(ow):
-                            col = q * sw - pw + j * dw
-                            if 0 <= col < w:
-                                grad[n, c, row, col] += cols[k, src + q]
+                        src = cols[k, n * plane + y * ow:n * plane + (y + 1) * ow]
+                        dst = grad[n, c, row]
+                        for q in range(lo, hi):
+                            dst[q * sw + shift] += src[q]
 
     @_jit
     def swap01(a, out):
@@ -136,9 +149,16 @@ class _Conv:
                 self.oh, self.ow)
 
 
-def applies(groups, *arrays) -> bool:
-    """Whether the kernels take this convolution: numba on, one group, float32 or float64."""
-    if numba is None or groups != 1:
+def wanted(threads: int) -> bool:
+    """Whether the kernels run at this thread count (NDLITE_NUMBA, above)."""
+    from .threads import MAX_THREADS
+
+    return numba is not None and (MODE == "1" or threads > MAX_THREADS)
+
+
+def applies(groups, threads: int, *arrays) -> bool:
+    """Whether the kernels take this convolution: wanted, one group, float32 or float64."""
+    if groups != 1 or not wanted(threads):
         return False
     dtype = arrays[0].dtype
     return dtype.char in "fd" and all(a.dtype == dtype for a in arrays)

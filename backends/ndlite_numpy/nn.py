@@ -140,7 +140,7 @@ def _fill_grad_batch_inner(g: _Geometry, grad_output, out):
 
 
 def conv2d(x, weight, stride, padding, dilation, groups):
-    if kernels.applies(groups, x, weight):
+    if kernels.applies(groups, threads.total(), x, weight):
         return kernels.conv2d(x, weight, stride, padding, dilation, threads.total())
     g = _Geometry(x.shape, weight.shape, stride, padding, dilation, groups,
                   np.result_type(x, weight))
@@ -174,7 +174,7 @@ def _product_shape(g: _Geometry, m: int) -> tuple:
 
 
 def conv2d_grad_weight(x, grad_output, weight_shape, stride, padding, dilation, groups):
-    if kernels.applies(groups, x, grad_output):
+    if kernels.applies(groups, threads.total(), x, grad_output):
         return kernels.conv2d_grad_weight(x, grad_output, weight_shape, stride, padding,
                                           dilation, threads.total())
     g = _Geometry(x.shape, weight_shape, stride, padding, dilation, groups,
@@ -207,7 +207,7 @@ def conv2d_grad_weight(x, grad_output, weight_shape, stride, padding, dilation, 
 
 
 def conv2d_grad_input(grad_output, weight, input_shape, stride, padding, dilation, groups):
-    if kernels.applies(groups, grad_output, weight):
+    if kernels.applies(groups, threads.total(), grad_output, weight):
         return kernels.conv2d_grad_input(grad_output, weight, input_shape, stride, padding,
                                          dilation, threads.total())
     g = _Geometry(input_shape, weight.shape, stride, padding, dilation, groups,
