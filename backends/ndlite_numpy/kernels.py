@@ -1,6 +1,6 @@
 """Compiled, parallel copy kernels for the NumPy backend's convolution (numba, optional).
 
-With numba installed (`pip install 'ndlite[cpu]'`) and NDLITE_NUMBA not "0", convolution is
+With numba installed (`pip install 'ndlite[cpu]'`) and NDLITE_NUMBA=1, convolution is
 im2col into one (C*kh*kw, N*OH*OW) matrix by a parallel kernel, one BLAS product over the whole
 batch on all of BLAS's threads, and a parallel transpose back to NCHW; the gradients are the
 same two products and col2im. The kernels run on numba's threads without the GIL, so the
@@ -20,9 +20,10 @@ import threading
 
 import numpy as np
 
-#: "0": never (the pure NumPy path); "1": always; "auto" (the default): from more threads than
-#: the backend's own Python pool takes (threads.MAX_THREADS): below that the NumPy path, whose
-#: columns stay in cache, was as fast or faster (docs/DESIGN.md)
+#: "0": no kernels (the pure NumPy path); "auto" (the default): the optimizer steps (optim.py)
+#: only; "1": the convolution kernels too. Those lost to nn.py's NumPy path on both machines
+#: measured (16-core Xeon, 16 threads: seed CNN step 165 vs 134 ms, VGG-style 361 vs 171 ms:
+#: the whole-batch columns leave the cache), so they are opt-in (docs/DESIGN.md)
 MODE = os.environ.get("NDLITE_NUMBA", "auto")
 
 try:
@@ -150,10 +151,8 @@ class _Conv:
 
 
 def wanted(threads: int) -> bool:
-    """Whether the kernels run at this thread count (NDLITE_NUMBA, above)."""
-    from .threads import MAX_THREADS
-
-    return numba is not None and (MODE == "1" or threads > MAX_THREADS)
+    """Whether the convolution kernels run (NDLITE_NUMBA, above; any thread count)."""
+    return numba is not None and MODE == "1"
 
 
 def applies(groups, threads: int, *arrays) -> bool:
