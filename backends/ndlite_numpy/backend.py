@@ -16,7 +16,7 @@ import numpy as np
 
 from ndlite.device import BackendUnavailableError, XpBackend
 
-from . import nn, optim, scratch, threads
+from . import kernels, nn, optim, scratch, threads
 
 
 def _array_ufunc(ufunc, arity: int):
@@ -103,7 +103,7 @@ class NumpyBackend(XpBackend):
 
     def info(self) -> dict:
         return {**super().info(), "numpy": np.__version__, "devices": [self.device_name()],
-                "threads": threads.describe()}
+                "threads": threads.describe(), "kernels": kernels.status()}
 
     def relu(self, x):
         # a Python 0 is weak (keeps x's dtype) and cheaper than building a NumPy scalar

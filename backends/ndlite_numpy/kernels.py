@@ -20,6 +20,9 @@ import threading
 
 import numpy as np
 
+from . import scratch
+from . import threads as threads_
+
 #: "0": no kernels (the pure NumPy path); "auto" (the default): the optimizer steps (optim.py)
 #: only; "1": the convolution kernels too. Those lost to nn.py's NumPy path on both machines
 #: measured (16-core Xeon, 16 threads: seed CNN step 165 vs 134 ms, VGG-style 361 vs 171 ms:
@@ -50,8 +53,9 @@ def status() -> str:
     """For `ndlite info`: which path the heavy ops take."""
     if numba is None:
         return f"NumPy only ({_why or 'numba not installed'}; pip install 'ndlite[cpu]')"
-    return (f"numba {numba.__version__} parallel kernels ({numba.config.THREADING_LAYER} "
-            f"layer), NDLITE_NUMBA={MODE}")
+    ops = "optimizer steps and convolution" if MODE == "1" else \
+        "optimizer steps (NDLITE_NUMBA=1 adds convolution)"
+    return f"numba {numba.__version__}, {numba.config.THREADING_LAYER} layer: {ops}"
 
 
 _lock = threading.Lock()  # the workqueue layer takes one launch at a time
@@ -59,9 +63,7 @@ _lock = threading.Lock()  # the workqueue layer takes one launch at a time
 
 def _launch(kernel, threads: int, *args) -> None:
     """kernel(*args) on `threads` of numba's threads, BLAS's workers asleep meanwhile."""
-    from .threads import blas_held
-
-    with _lock, blas_held():
+    with _lock, threads_.blas_held():
         numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
         kernel(*args)
 
@@ -164,8 +166,6 @@ def applies(groups, threads: int, *arrays) -> bool:
 
 
 def _columns(g: _Conv, x, threads: int):
-    from . import scratch
-
     cols = scratch.buffer("im2col", (g.k, g.length), x.dtype)
     _launch(im2col, threads, np.ascontiguousarray(x), cols, *g.args())
     return cols
@@ -173,8 +173,6 @@ def _columns(g: _Conv, x, threads: int):
 
 def _grad_rows(g: _Conv, grad_output, threads: int):
     """grad_output (N, O, OH, OW) as (O, N*OH*OW)."""
-    from . import scratch
-
     rows = scratch.buffer("grad_rows", (g.o, g.n, g.oh * g.ow), grad_output.dtype)
     _launch(swap01, threads, np.ascontiguousarray(grad_output).reshape(g.n, g.o, -1), rows)
     return rows.reshape(g.o, g.length)
@@ -196,8 +194,6 @@ def conv2d_grad_weight(x, grad_output, weight_shape, stride, padding, dilation, 
 
 def conv2d_grad_input(grad_output, weight, input_shape, stride, padding, dilation,
                       threads: int):
-    from . import scratch
-
     g = _Conv(input_shape, weight.shape, stride, padding, dilation)
     cols = scratch.buffer("im2col", (g.k, g.length), grad_output.dtype)
     np.matmul(weight.reshape(g.o, g.k).T, _grad_rows(g, grad_output, threads), out=cols)

@@ -79,12 +79,9 @@ def total() -> int:
 
 def describe() -> str:
     """The thread counts in force, for `ndlite info`."""
-    from . import kernels
-
     blas = ", ".join(f"{c.internal_api} {c.num_threads}" for c in _controllers()) or "none"
-    return (f"{total()} (BLAS: {blas}; cores usable: {_cores}; Python pool: {count()}; "
-            f"kernels: {kernels.status()}); set OMP_NUM_THREADS / OPENBLAS_NUM_THREADS or "
-            "threadpoolctl")
+    return (f"{total()} (BLAS: {blas}; cores usable: {_cores}; Python pool: {count()}); "
+            "set OMP_NUM_THREADS / OPENBLAS_NUM_THREADS or threadpoolctl")
 
 
 class forced:
