@@ -17,7 +17,7 @@ import numpy as np
 
 from ndlite.device import BackendUnavailableError, XpBackend
 
-from . import nn, scratch, threads
+from . import kernels, nn, optim, scratch, threads
 
 
 def _array_ufunc(ufunc, arity: int):
@@ -124,7 +124,8 @@ class NumpyBackend(XpBackend):
         return f"CPU ({platform.processor() or platform.machine()}, {os.cpu_count()} cores)"
 
     def info(self) -> dict:
-        return {**super().info(), "numpy": np.__version__, "devices": [self.device_name()]}
+        return {**super().info(), "numpy": np.__version__, "devices": [self.device_name()],
+                "threads": threads.describe(), "kernels": kernels.status()}
 
     def erf(self, x):
         # math.erf is accurate to float64's last bit; NumPy has no erf ufunc
@@ -198,3 +199,19 @@ class NumpyBackend(XpBackend):
             return super().max_pool2d_grad(grad_output, indices, input_shape, kernel_size,
                                            stride, padding, dilation, ceil_mode)
         return out
+
+    # ---- optimizer steps: fused numba kernels where they apply (optim.py), else the reference
+
+    def adam_step(self, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, lr, beta1,
+                  beta2, eps, weight_decay, decoupled_weight_decay):
+        args = (param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, lr, beta1, beta2, eps,
+                weight_decay, decoupled_weight_decay)
+        if not optim.adam_step(*args):
+            super().adam_step(*args)
+
+    def sgd_step(self, param, grad, momentum_buffer, lr, momentum, dampening, nesterov,
+                 weight_decay, first_step):
+        args = (param, grad, momentum_buffer, lr, momentum, dampening, nesterov, weight_decay,
+                first_step)
+        if not optim.sgd_step(*args):
+            super().sgd_step(*args)

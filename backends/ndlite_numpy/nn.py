@@ -29,7 +29,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from ndlite.device import fallbacks
 
-from . import scratch, threads
+from . import kernels, scratch, threads
 
 #: output width from which the per-image layout beats the batch-innermost one
 WIDE_ROWS = 16
@@ -140,6 +140,8 @@ def _fill_grad_batch_inner(g: _Geometry, grad_output, out):
 
 
 def conv2d(x, weight, stride, padding, dilation, groups):
+    if kernels.applies(groups, threads.total(), x, weight):
+        return kernels.conv2d(x, weight, stride, padding, dilation, threads.total())
     g = _Geometry(x.shape, weight.shape, stride, padding, dilation, groups,
                   np.result_type(x, weight))
     out = np.empty((g.n, g.o, g.oh, g.ow), dtype=g.dtype)
@@ -172,6 +174,9 @@ def _product_shape(g: _Geometry, m: int) -> tuple:
 
 
 def conv2d_grad_weight(x, grad_output, weight_shape, stride, padding, dilation, groups):
+    if kernels.applies(groups, threads.total(), x, grad_output):
+        return kernels.conv2d_grad_weight(x, grad_output, weight_shape, stride, padding,
+                                          dilation, threads.total())
     g = _Geometry(x.shape, weight_shape, stride, padding, dilation, groups,
                   np.result_type(x, grad_output))
     sums = [np.empty((groups, g.og, g.cg, g.kh, g.kw), dtype=g.dtype) for _ in g.pieces]
@@ -202,6 +207,9 @@ def conv2d_grad_weight(x, grad_output, weight_shape, stride, padding, dilation, 
 
 
 def conv2d_grad_input(grad_output, weight, input_shape, stride, padding, dilation, groups):
+    if kernels.applies(groups, threads.total(), grad_output, weight):
+        return kernels.conv2d_grad_input(grad_output, weight, input_shape, stride, padding,
+                                         dilation, threads.total())
     g = _Geometry(input_shape, weight.shape, stride, padding, dilation, groups,
                   np.result_type(grad_output, weight))
     hp, wp = g.h + 2 * g.ph, g.w + 2 * g.pw

@@ -1,0 +1,79 @@
+"""Fused, parallel optimizer steps for the NumPy backend (numba, optional; see kernels.py).
+
+NumPy runs the reference update (ndlite.device.fallbacks) as a dozen passes over every
+parameter, each on one core; these kernels make one pass on all threads. They do the same
+float operations in the same order in the parameter's dtype (no fast-math, so no fused
+multiply-adds), so the results are bitwise those of the NumPy path. Used from MIN_SIZE
+elements; smaller parameters, and AMSGrad, take the NumPy path.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import kernels, threads
+
+#: parameters smaller than this take the NumPy path (a launch costs tens of microseconds)
+MIN_SIZE = 1 << 16
+
+if kernels.numba is not None:
+    from numba import prange
+
+    @kernels._jit
+    def _adam(param, grad, exp_avg, exp_avg_sq, beta1, one_minus_beta1, beta2,
+              one_minus_beta2, sqrt_bc2, eps, step_size, decay, coupled):
+        for i in prange(param.size):
+            p = param[i] * decay
+            g = grad[i] + param[i] * coupled if coupled else grad[i]
+            m = exp_avg[i] * beta1 + g * one_minus_beta1
+            v = exp_avg_sq[i] * beta2 + (g * g) * one_minus_beta2
+            exp_avg[i], exp_avg_sq[i] = m, v
+            param[i] = p - (m / (np.sqrt(v) / sqrt_bc2 + eps)) * step_size
+
+    @kernels._jit
+    def _sgd(param, grad, buf, lr, momentum, one_minus_dampening, weight_decay, first,
+             nesterov):
+        for i in prange(param.size):
+            g = grad[i] + param[i] * weight_decay if weight_decay else grad[i]
+            b = g if first else buf[i] * momentum + g * one_minus_dampening
+            buf[i] = b
+            g = g + b * momentum if nesterov else b
+            param[i] = param[i] - g * lr
+
+
+def _fits(param, *arrays) -> bool:
+    if kernels.numba is None or param.size < MIN_SIZE or param.dtype.char not in "fd":
+        return False
+    return all(a is not None and a.dtype == param.dtype and a.shape == param.shape
+               and a.flags.c_contiguous for a in (param, *arrays))
+
+
+def adam_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, lr, beta1,
+              beta2, eps, weight_decay, decoupled_weight_decay) -> bool:
+    """The fused Adam / AdamW step; False when it does not apply (the caller runs the
+    reference)."""
+    if max_exp_avg_sq is not None or not _fits(param, grad, exp_avg, exp_avg_sq):
+        return False
+    t = param.dtype.type
+    decay = 1 - lr * weight_decay if weight_decay and decoupled_weight_decay else 1.0
+    coupled = weight_decay if weight_decay and not decoupled_weight_decay else 0.0
+    bias_correction1, bias_correction2 = 1 - beta1 ** step, 1 - beta2 ** step
+    flat = [a.reshape(-1) for a in (param, grad, exp_avg, exp_avg_sq)]
+    kernels._launch(_adam, threads.total(), *flat, t(beta1), t(1 - beta1),
+                    t(beta2), t(1 - beta2), t(math.sqrt(bias_correction2)), t(eps),
+                    t(lr / bias_correction1), t(decay), t(coupled))
+    return True
+
+
+def sgd_step(param, grad, momentum_buffer, lr, momentum, dampening, nesterov,
+             weight_decay, first_step) -> bool:
+    """The fused SGD step with momentum; False when it does not apply."""
+    if not momentum or not _fits(param, grad, momentum_buffer):
+        return False
+    t = param.dtype.type
+    flat = [a.reshape(-1) for a in (param, grad, momentum_buffer)]
+    kernels._launch(_sgd, threads.total(), *flat, t(lr), t(momentum),
+                    t(1 - dampening), t(weight_decay), bool(first_step), bool(nesterov))
+    return True
