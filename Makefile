@@ -3,8 +3,9 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 # test: every test on every backend this machine has (pocl gives a CPU OpenCL device; mpi
-# runs the data-parallel tests on two MPI ranks)
-EXTRAS ?= test,pocl,mpi
+# runs the data-parallel tests on two MPI ranks; cpu adds the NumPy backend's numba kernels,
+# which its tests check against the pure NumPy path)
+EXTRAS ?= test,pocl,mpi,cpu
 
 .PHONY: demo test bench lint clean
 
