@@ -132,3 +132,14 @@ def test_concat_dataset_indexing():
         ConcatDataset([])
     assert [y.tolist() for (y,) in DataLoader(cat, batch_size=4)] == [[0, 1, 2, 100],
                                                                        [101, 102, 103]]
+
+
+def test_workers_stop_cleanly_when_the_loop_breaks_early():
+    sub = Subset(TensorDataset(np.arange(30)), list(range(29, -1, -1)))
+    loader = DataLoader(sub, batch_size=2, num_workers=2)
+    seen = []
+    for (batch,) in loader:
+        seen.append(batch.tolist())
+        if len(seen) == 2:
+            break
+    assert seen == [[29, 28], [27, 26]]
