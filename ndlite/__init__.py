@@ -14,7 +14,20 @@ __version__ = "0.1.0"
 
 import builtins
 
-from . import accelerator, autograd, backends, cuda, data, dtypes, graph, linalg, methods, nn, optim
+from . import (
+    accelerator,
+    autograd,
+    backends,
+    cuda,
+    data,
+    dtypes,
+    graph,
+    linalg,
+    methods,
+    nn,
+    optim,
+    utils,
+)
 from .autograd import grad_of as grad
 from .autograd import value_and_grad
 from .creation import (

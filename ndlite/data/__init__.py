@@ -1,10 +1,14 @@
-"""Data: Dataset, TensorDataset, DataLoader, and the MNIST digits (IDX reader, download with
-SHA-256 checks, and a small real subset bundled with the package)."""
+"""Data: Dataset, TensorDataset, Subset, ConcatDataset, random_split, DataLoader (samplers,
+collate_fn, worker processes), and the MNIST digits (IDX reader, download with SHA-256
+checks, and a small real subset bundled with the package). Also importable as
+`ndlite.utils.data`, like torch.utils.data."""
 
+from .collate import default_collate
 from .dataloader import DataLoader
-from .dataset import Dataset, TensorDataset
+from .dataset import ConcatDataset, Dataset, Subset, TensorDataset, random_split
 from .mnist import MNIST, MNISTError
-from .sampler import DistributedSampler
+from .sampler import BatchSampler, DistributedSampler
 
-__all__ = ["DataLoader", "Dataset", "DistributedSampler", "MNIST", "MNISTError",
-           "TensorDataset"]
+__all__ = ["BatchSampler", "ConcatDataset", "DataLoader", "Dataset", "DistributedSampler",
+           "MNIST", "MNISTError", "Subset", "TensorDataset", "default_collate",
+           "random_split"]

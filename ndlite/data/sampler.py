@@ -11,6 +11,7 @@ steps. One difference from torch: the permutation comes from NumPy's generator
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 
@@ -76,3 +77,38 @@ class DistributedSampler:
     def set_epoch(self, epoch: int) -> None:
         """Shuffle differently in the next pass (every rank must set the same epoch)."""
         self.epoch = int(epoch)
+
+
+class BatchSampler:
+    """Groups the indices of `sampler` into lists of `batch_size`, dropping the last short
+    list with `drop_last` (PyTorch's BatchSampler; pass one to `DataLoader(batch_sampler=)`).
+
+    >>> list(BatchSampler(range(5), batch_size=2, drop_last=False))
+    [[0, 1], [2, 3], [4]]
+    >>> len(BatchSampler(range(5), batch_size=2, drop_last=True))
+    2
+    """
+
+    def __init__(self, sampler, batch_size: int, drop_last: bool):
+        if (isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral)
+                or batch_size <= 0):
+            raise ValueError(f"BatchSampler: batch_size should be a positive integer value, "
+                             f"but got batch_size={batch_size!r}")
+        if not isinstance(drop_last, bool):
+            raise ValueError(f"BatchSampler: drop_last should be a boolean value, but got "
+                             f"drop_last={drop_last!r}")
+        self.sampler, self.batch_size, self.drop_last = sampler, int(batch_size), drop_last
+
+    def __iter__(self):
+        batch = []
+        for index in self.sampler:
+            batch.append(int(index))
+            if len(batch) == self.batch_size:
+                yield batch
+                batch = []
+        if batch and not self.drop_last:
+            yield batch
+
+    def __len__(self) -> int:
+        n = len(self.sampler)
+        return n // self.batch_size if self.drop_last else math.ceil(n / self.batch_size)
