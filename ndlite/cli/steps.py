@@ -9,6 +9,7 @@ import time
 from .. import optim
 from ..graph import no_grad
 from ..nn import functional as F
+from ..serialization import save
 
 DEFAULT_LR = {"rmsprop": 1e-3, "adam": 1e-3, "sgd": 0.05}
 DEFAULT_OPTIMIZER = "adam"
@@ -61,3 +62,10 @@ def evaluate(model, loader) -> float:
             correct += int((predicted == y).sum().item())
             count += len(y)
     return correct / max(count, 1)
+
+
+def save_checkpoint(model, optimizer, epochs: int, path: str) -> None:
+    """The model's and the optimizer's state, with the epoch count, to `path` (ndlite.save)."""
+    save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epochs": epochs},
+         path)
+    print(f"saved the model and optimizer state to {path}")

@@ -20,7 +20,14 @@ import sys
 import time
 
 from . import train_parallel
-from .steps import DEFAULT_LR, DEFAULT_OPTIMIZER, evaluate, make_optimizer, train_epoch
+from .steps import (
+    DEFAULT_LR,
+    DEFAULT_OPTIMIZER,
+    evaluate,
+    make_optimizer,
+    save_checkpoint,
+    train_epoch,
+)
 
 
 def add_parser(sub) -> None:
@@ -176,7 +183,6 @@ def _fit(args, model, optimizer, backend, train_set, test_set, log) -> list[dict
 
 def _write_outputs(args, model, optimizer, backend, history, log, title: str) -> None:
     """--metrics (already written), --plot, --save and --json."""
-    import ndlite
 
     from .metrics import plot_curves
 
@@ -186,9 +192,7 @@ def _write_outputs(args, model, optimizer, backend, history, log, title: str) ->
         plot_curves(log.records, args.plot, title)
         print(f"drew the loss and accuracy curves to {args.plot}")
     if args.save:
-        ndlite.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                     "epochs": args.epochs}, args.save)
-        print(f"saved the model and optimizer state to {args.save}")
+        save_checkpoint(model, optimizer, args.epochs, args.save)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"command": " ".join(["ndlite", *sys.argv[1:]]),

@@ -29,7 +29,7 @@ from ..distributed import ReduceOp, all_reduce
 from ..distributed.run import LaunchError, launch
 from ..nn import functional as F
 from ..nn.parallel import DistributedDataParallel
-from .steps import DEFAULT_LR, make_optimizer, train_epoch
+from .steps import DEFAULT_LR, make_optimizer, save_checkpoint, train_epoch
 
 ARGS_VARIABLE = "NDLITE_TRAIN_ARGS"
 
@@ -139,9 +139,7 @@ def _epoch(args, epoch, ddp, optimizer, trainer, loaders, backend, lead) -> dict
 
 def _write_outputs(args, model, optimizer, backend, history) -> None:
     if args.save:
-        ndlite.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                     "epochs": args.epochs}, args.save)
-        print(f"saved the model and optimizer state to {args.save}")
+        save_checkpoint(model, optimizer, args.epochs, args.save)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"command": "ndlite train mnist", "ranks": dist.get_world_size(),
