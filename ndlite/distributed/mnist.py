@@ -46,6 +46,7 @@ def run(args) -> int:
     from .run import LaunchError, launch
 
     options = {k: v for k, v in vars(args).items() if k != "run"}
+    options["command_line"] = " ".join(["ndlite", *sys.argv[1:]])
     spec = args.backend or os.environ.get("NDLITE_BACKEND", "")
     engine = "nccl" if spec.startswith("cupy") else "auto"
     try:
@@ -178,10 +179,12 @@ def train_rank(args) -> int:
             print(f"saved the model and optimizer state to {args.save}")
         if lead and args.json:
             with open(args.json, "w") as f:
-                json.dump({"command": "ndlite train mnist", "ranks": world,
+                json.dump({"command": getattr(args, "command_line", "ndlite train mnist"),
+                           "ranks": world,
                            "engine": dist.get_backend(),
                            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                           "args": {k: v for k, v in vars(args).items() if k != "run"},
+                           "args": {k: v for k, v in vars(args).items()
+                                    if k not in ("run", "command_line")},
                            "backend": backend.name, "device": backend.device_name(),
                            "epochs": history}, f, indent=2)
         return 0
