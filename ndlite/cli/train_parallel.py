@@ -58,6 +58,7 @@ def run(args) -> int:
                      f"among {args.nproc} ranks")
 
     options = {k: v for k, v in vars(args).items() if k != "run"}
+    options["command_line"] = " ".join(["ndlite", *sys.argv[1:]])
     spec = args.backend or os.environ.get("NDLITE_BACKEND", "")
     engine = "nccl" if spec.startswith("cupy") else "auto"
     try:
@@ -142,10 +143,12 @@ def _write_outputs(args, model, optimizer, backend, history) -> None:
         save_checkpoint(model, optimizer, args.epochs, args.save)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"command": "ndlite train mnist", "ranks": dist.get_world_size(),
+            json.dump({"command": getattr(args, "command_line", "ndlite train mnist"),
+                       "ranks": dist.get_world_size(),
                        "engine": dist.get_backend(),
                        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                       "args": {k: v for k, v in vars(args).items() if k != "run"},
+                       "args": {k: v for k, v in vars(args).items()
+                                if k not in ("run", "command_line")},
                        "backend": backend.name, "device": backend.device_name(),
                        "epochs": history}, f, indent=2)
 
