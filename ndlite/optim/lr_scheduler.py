@@ -11,7 +11,21 @@ import math
 from .optimizer import Optimizer
 
 
-class LRScheduler:
+class _SchedulerState:
+    """What every scheduler shares: the last learning rates and a state dict of everything but
+    the optimizer."""
+
+    def get_last_lr(self) -> list:
+        return list(self._last_lr)
+
+    def state_dict(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "optimizer"}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        self.__dict__.update(state_dict)
+
+
+class LRScheduler(_SchedulerState):
     def __init__(self, optimizer: Optimizer, last_epoch: int = -1):
         if not isinstance(optimizer, Optimizer):
             raise TypeError(f"{type(self).__name__}: expected an Optimizer, got "
@@ -32,14 +46,6 @@ class LRScheduler:
             group["lr"] = self.lr_at(base, self.last_epoch)
         self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
 
-    def get_last_lr(self) -> list:
-        return list(self._last_lr)
-
-    def state_dict(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if k != "optimizer"}
-
-    def load_state_dict(self, state_dict: dict) -> None:
-        self.__dict__.update(state_dict)
 
 
 class StepLR(LRScheduler):
@@ -251,7 +257,7 @@ class SequentialLR(LRScheduler):
                 "_schedulers": [s.state_dict() for s in self._schedulers]}
 
 
-class ReduceLROnPlateau:
+class ReduceLROnPlateau(_SchedulerState):
     """Multiply the lr by `factor` once the metric passed to `step(metric)` has not improved
     for more than `patience` epochs (then wait `cooldown` epochs before watching again)."""
 
@@ -298,11 +304,3 @@ class ReduceLROnPlateau:
             self.cooldown_counter, self.num_bad_epochs = self.cooldown, 0
         self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
 
-    def get_last_lr(self) -> list:
-        return list(self._last_lr)
-
-    def state_dict(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if k != "optimizer"}
-
-    def load_state_dict(self, state_dict: dict) -> None:
-        self.__dict__.update(state_dict)
