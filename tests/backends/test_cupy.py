@@ -17,6 +17,7 @@ if BACKEND is None:
     pytest.skip(f"backend cupy unavailable: {WHY}", allow_module_level=True)
 
 import cupy  # noqa: E402
+from bitwise import assert_same_bits, bits, rng  # noqa: E402
 from cupy._core import _routines_linalg  # noqa: E402
 from ndlite_cupy import CupyBackend  # noqa: E402
 from ndlite_cupy.kernels import elementwise  # noqa: E402
@@ -34,24 +35,6 @@ ref = get_backend("numpy")
 DEVICES = cupy.cuda.runtime.getDeviceCount()
 FLOATS = ["float32", "float64"]
 ALL_DTYPES = ["float32", "float64", "int32", "int64", "bool"]
-
-
-def rng(seed=0):
-    return np.random.default_rng(seed)
-
-
-def bits(a: np.ndarray) -> np.ndarray:
-    """The raw bits of a float array (so -0.0 differs from 0.0)."""
-    return a.view(np.uint32 if a.dtype == np.float32 else np.uint64)
-
-
-def assert_same_bits(actual: np.ndarray, expected: np.ndarray, what: str = "") -> None:
-    """Bitwise equal as the contract means it: -0.0 differs from 0.0; any NaN equals any NaN
-    (CUDA may return its canonical NaN where NumPy keeps the input's payload)."""
-    assert actual.dtype == expected.dtype and actual.shape == expected.shape, what
-    nan = np.isnan(actual)
-    np.testing.assert_array_equal(nan, np.isnan(expected), err_msg=f"{what}: NaN positions")
-    np.testing.assert_array_equal(bits(actual)[~nan], bits(expected)[~nan], err_msg=what)
 
 
 def on_gpu(a):
