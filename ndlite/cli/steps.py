@@ -4,6 +4,7 @@ test accuracy."""
 
 from __future__ import annotations
 
+import sys
 import time
 
 from .. import optim
@@ -69,3 +70,9 @@ def save_checkpoint(model, optimizer, epochs: int, path: str) -> None:
     save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epochs": epochs},
          path)
     print(f"saved the model and optimizer state to {path}")
+
+
+def fail(message: str) -> int:
+    """`ndlite train`'s error: the message on stderr, exit status 2."""
+    print(f"ndlite train: error: {message}", file=sys.stderr)
+    return 2

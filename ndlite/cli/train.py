@@ -28,6 +28,9 @@ from .steps import (
     save_checkpoint,
     train_epoch,
 )
+from .steps import (
+    fail as _fail,
+)
 
 
 def add_parser(sub) -> None:
@@ -82,11 +85,6 @@ def add_parser(sub) -> None:
                    help="draw the loss and accuracy curves to PNG after training (needs "
                         "matplotlib: pip install 'ndlite[plot]')")
     p.set_defaults(run=run)
-
-
-def _fail(message: str) -> int:
-    print(f"ndlite train: error: {message}", file=sys.stderr)
-    return 2
 
 
 def _cli_hint(message: str) -> str:

@@ -30,6 +30,7 @@ from ..distributed.run import LaunchError, launch
 from ..nn import functional as F
 from ..nn.parallel import DistributedDataParallel
 from .steps import DEFAULT_LR, make_optimizer, save_checkpoint, train_epoch
+from .steps import fail as _fail
 
 ARGS_VARIABLE = "NDLITE_TRAIN_ARGS"
 
@@ -37,11 +38,6 @@ ARGS_VARIABLE = "NDLITE_TRAIN_ARGS"
 def wanted(args) -> bool:
     """Whether `ndlite train` should train data-parallel: --nproc > 1, or inside a job."""
     return getattr(args, "nproc", 1) != 1 or int(os.environ.get("WORLD_SIZE", "1")) > 1
-
-
-def _fail(message: str) -> int:
-    print(f"ndlite train: error: {message}", file=sys.stderr)
-    return 2
 
 
 def run(args) -> int:
