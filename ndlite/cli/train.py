@@ -1,5 +1,6 @@
 """`ndlite train mnist`: train the seed CNN on MNIST and report, per epoch, the training loss,
 test accuracy, epoch time and images per second (a tqdm bar runs during each epoch).
+`ndlite train gpt` is in train_gpt.py.
 
     ndlite train mnist --subset --epochs 3            # the bundled subset, offline
     ndlite train mnist --data-dir ../shared/data/mnist --epochs 10 --lr-schedule cosine
@@ -19,7 +20,7 @@ import json
 import sys
 import time
 
-from . import train_parallel
+from . import train_gpt, train_parallel
 from .steps import (
     DEFAULT_LR,
     DEFAULT_OPTIMIZER,
@@ -34,10 +35,14 @@ from .steps import (
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("train", help="train the seed CNN on MNIST",
-                       description="Train the seed CNN (3 conv + 2 fc layers) on MNIST and "
-                                   "report loss, test accuracy, epoch time and images/s.")
-    p.add_argument("task", choices=["mnist"], help="what to train (mnist)")
+    train = sub.add_parser("train", help="train the seed CNN on MNIST or a GPT on text",
+                           description="Train a reference model: `ndlite train mnist` (the "
+                                       "seed CNN) or `ndlite train gpt` (a character GPT).")
+    tasks = train.add_subparsers(dest="task", required=True, metavar="{mnist,gpt}")
+    p = tasks.add_parser("mnist", help="train the seed CNN on MNIST",
+                         description="Train the seed CNN (3 conv + 2 fc layers) on MNIST and "
+                                     "report loss, test accuracy, epoch time and images/s.")
+    train_gpt.add_parser(tasks)
     p.add_argument("--backend", default=None,
                    help="numpy, cupy, opencl[:N] or auto (default: $NDLITE_BACKEND or numpy)")
     p.add_argument("--epochs", type=int, default=3, metavar="N",

@@ -27,4 +27,5 @@ __all__ = ["AdaptiveAvgPool2d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "Ba
            "NLLLoss", "Parameter", "ReLU", "Sequential", "Sigmoid", "Softmax", "Tanh",
            "functional", "init", "models", "utils", "ELU", "Hardtanh", "Identity", "LogSigmoid",
            "ModuleDict", "ParameterDict", "ParameterList", "SiLU", "Softplus", "Embedding",
-           "LayerNorm"]
+           "LayerNorm", "GPT"]
+from .gpt import GPT

@@ -99,11 +99,16 @@ def test_missing_data_points_a_cli_user_at_download(capsys):
 
 
 def test_every_option_of_train_has_help():
+    import argparse
+
     from ndlite.cli import build_parser
 
     parser = build_parser()
     train = next(a for a in parser._subparsers._group_actions[0].choices.items()
                  if a[0] == "train")[1]
-    undocumented = [a.option_strings for a in train._actions
-                    if a.option_strings and not a.help]
-    assert undocumented == []
+    tasks = next(a for a in train._actions if isinstance(a, argparse._SubParsersAction))
+    assert sorted(tasks.choices) == ["gpt", "mnist"]
+    for task in tasks.choices.values():
+        undocumented = [a.option_strings for a in task._actions
+                        if a.option_strings and not a.help]
+        assert undocumented == []
