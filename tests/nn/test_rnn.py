@@ -272,3 +272,105 @@ def test_gradients_reach_every_parameter_and_input():
     for name, p in model.named_parameters():
         assert p.grad is not None and p.grad.shape == p.shape, name
         assert np.abs(p.grad.detach().numpy()).sum() > 0, name
+
+
+# ---- against PyTorch (skipped where torch is not installed) ---------------------------------
+
+TORCH_CLASSES = {"lstm": ("LSTM", {}), "gru": ("GRU", {}), "rnn_tanh": ("RNN", {}),
+                 "rnn_relu": ("RNN", {"nonlinearity": "relu"})}
+
+
+def _torch_twin(torch, model, mode, **kwargs):
+    """The torch module of the same configuration, holding ndlite model's weights."""
+    name, extra = TORCH_CLASSES[mode]
+    twin = getattr(torch.nn, name)(**kwargs, **extra, dtype=torch.float64)
+    twin.load_state_dict({k: torch.tensor(v.detach().numpy())
+                          for k, v in model.state_dict().items()})
+    return twin
+
+
+def _run_both(torch, model, twin, arrays, lstm):
+    """Forward both on the same float64 inputs (arrays: x, then h0 [, c0] or nothing), then
+    backward one random cotangent per output; returns [(ndlite, torch)] of every output and
+    every gradient (inputs, then parameters in state_dict order)."""
+    xs = [ndlite.tensor(a, requires_grad=True) for a in arrays]
+    ts = [torch.tensor(a, requires_grad=True) for a in arrays]
+
+    def call(m, args):
+        hx = None if len(args) == 1 else (tuple(args[1:]) if lstm else args[1])
+        out, final = m(args[0], hx)
+        return [out, *(final if lstm else (final,))]
+
+    outs, refs = call(model, xs), call(twin, ts)
+    rng = np.random.default_rng(11)
+    cots = [rng.standard_normal(tuple(r.shape)) for r in refs]
+    sum((o * ndlite.tensor(c)).sum() for o, c in zip(outs, cots, strict=True)).backward()
+    sum((r * torch.tensor(c)).sum() for r, c in zip(refs, cots, strict=True)).backward()
+    pairs = [(o, r.detach().numpy()) for o, r in zip(outs, refs, strict=True)]
+    pairs += [(x.grad, t.grad.numpy()) for x, t in zip(xs, ts, strict=True)]
+    params = dict(twin.named_parameters())
+    return pairs + [(p.grad, params[n].grad.numpy()) for n, p in model.named_parameters()]
+
+
+@pytest.mark.parametrize("mode", list(MODULES))
+@pytest.mark.parametrize("layers", [1, 2])
+@pytest.mark.parametrize("bidirectional", [False, True])
+@pytest.mark.parametrize("batch_first", [False, True])
+@pytest.mark.parametrize("initial", [False, True])
+@pytest.mark.parametrize("batched", [True, False])
+def test_module_against_torch(mode, layers, bidirectional, batch_first, initial, batched):
+    torch = pytest.importorskip("torch")
+    config = dict(input_size=3, hidden_size=4, num_layers=layers, bidirectional=bidirectional,
+                  batch_first=batch_first, bias=not (layers == 2 and not bidirectional),
+                  dropout=0.3 if layers == 2 else 0.0)
+    ndlite.manual_seed(12)
+    model = MODULES[mode](**config, dtype="float64").eval()  # dropout is off in eval mode
+    twin = _torch_twin(torch, model, mode, **config).eval()
+    rng = np.random.default_rng(13)
+    shape = ((2, 5, 3) if batch_first else (5, 2, 3)) if batched else (5, 3)
+    arrays = [rng.standard_normal(shape)]
+    if initial:
+        count = layers * (1 + bidirectional)
+        arrays += [rng.standard_normal((count, 2, 4) if batched else (count, 4))
+                   for _ in range(2 if mode == "lstm" else 1)]
+    for got, want in _run_both(torch, model, twin, arrays, mode == "lstm"):
+        _close(got, want)
+
+
+@pytest.mark.parametrize("mode", list(MODULES))
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("batched", [True, False])
+@pytest.mark.parametrize("initial", [True, False])
+def test_cell_against_torch(mode, bias, batched, initial):
+    torch = pytest.importorskip("torch")
+    name = {"lstm": "LSTMCell", "gru": "GRUCell"}.get(mode, "RNNCell")
+    extra = {"nonlinearity": "relu"} if mode == "rnn_relu" else {}
+    ndlite.manual_seed(14)
+    cell = getattr(nn, name)(3, 4, bias=bias, dtype="float64", **extra)
+    twin = getattr(torch.nn, name)(3, 4, bias=bias, dtype=torch.float64, **extra)
+    twin.load_state_dict({k: torch.tensor(v.detach().numpy())
+                          for k, v in cell.state_dict().items()})
+    rng = np.random.default_rng(15)
+    lead = (2,) if batched else ()
+    arrays = [rng.standard_normal(lead + (3,))]
+    if initial:
+        arrays += [rng.standard_normal(lead + (4,)) for _ in range(2 if mode == "lstm" else 1)]
+    xs = [ndlite.tensor(a, requires_grad=True) for a in arrays]
+    ts = [torch.tensor(a, requires_grad=True) for a in arrays]
+    lstm = mode == "lstm"
+
+    def call(m, args):
+        hx = None if len(args) == 1 else (tuple(args[1:]) if lstm else args[1])
+        out = m(args[0], hx)
+        return list(out) if lstm else [out]
+
+    outs, refs = call(cell, xs), call(twin, ts)
+    sum(o.sum() * (k + 1) for k, o in enumerate(outs)).backward()
+    sum(r.sum() * (k + 1) for k, r in enumerate(refs)).backward()
+    for o, r in zip(outs, refs, strict=True):
+        _close(o, r.detach().numpy())
+    for x, t in zip(xs, ts, strict=True):
+        _close(x.grad, t.grad.numpy())
+    params = dict(twin.named_parameters())
+    for n, p in cell.named_parameters():
+        _close(p.grad, params[n].grad.numpy())
