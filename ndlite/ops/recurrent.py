@@ -150,7 +150,10 @@ def run_layer(mode: str, x: Tensor, state, weights: tuple, reverse: bool = False
     outputs (T, B, hidden_size) and the final state. The input projection of every timestep
     is one matmul; each step adds the hidden one."""
     w_ih, w_hh, b_ih, b_hh = weights
-    steps = timesteps(linear(x, w_ih, b_ih))
+    length, batch = x.shape[0], x.shape[1]
+    # one 2-D product (a single GEMM, forward and backward) for every timestep's projection
+    projected = linear(x.reshape(length * batch, x.shape[2]), w_ih, b_ih)
+    steps = timesteps(projected.reshape(length, batch, w_ih.shape[0]))
     outputs = [None] * len(steps)
     for t in (range(len(steps) - 1, -1, -1) if reverse else range(len(steps))):
         state = step(mode, steps[t], state, w_hh, b_hh)
