@@ -188,6 +188,8 @@ def test_output_shapes():
     out, (h, c) = nn.LSTM(3, 4, batch_first=True)(ndlite.randn(5, 3), (ndlite.zeros(1, 4),) * 2)
     assert (out.shape, h.shape, c.shape) == ((5, 4), (1, 4), (1, 4))
     assert nn.GRUCell(3, 4)(ndlite.randn(3)).shape == (4,)
+    model = nn.GRU(3, 4, 2).double()  # weights are looked up by name, so conversions hold
+    assert model(ndlite.randn(5, 2, 3, dtype="float64"))[0].dtype == np.float64
     assert nn.RNNCell(3, 4, nonlinearity="relu")(ndlite.randn(2, 3)).shape == (2, 4)
 
 
@@ -374,3 +376,12 @@ def test_cell_against_torch(mode, bias, batched, initial):
     params = dict(twin.named_parameters())
     for n, p in cell.named_parameters():
         _close(p.grad, params[n].grad.numpy())
+
+
+@pytest.mark.parametrize("name", ["ndlite.nn.rnn", "ndlite.ops.recurrent"])
+def test_docstring_examples_run(name):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0 and result.attempted > 0
