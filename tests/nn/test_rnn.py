@@ -1,7 +1,7 @@
 """nn.RNN, nn.LSTM, nn.GRU and their cells: against an independent float64 NumPy reference,
 finite differences, PyTorch's errors and parameter conventions (torch-free, on the backend
 NDLITE_BACKEND selects); and against PyTorch itself, values and every gradient, where torch is
-installed (tests/nn/test_rnn_torch.py holds those)."""
+installed (the end of this file)."""
 
 import math
 import warnings
