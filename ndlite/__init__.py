@@ -140,6 +140,7 @@ from .ops.movement import (
     unflatten,
     unsqueeze,
 )
+from .ops.recurrent import gru_cell, lstm_cell, rnn_relu_cell, rnn_tanh_cell
 from .ops.reduce import (
     all,
     amax,

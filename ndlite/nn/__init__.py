@@ -17,8 +17,10 @@ from .containers_more import (
 )
 from .layers import AdaptiveAvgPool2d, AvgPool2d, Conv2d, Dropout, Flatten, Linear, MaxPool2d
 from .loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
+from .gpt import GPT
 from .module import Module, Parameter
 from .normalization import BatchNorm1d, BatchNorm2d
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from .transformer_layers import Embedding, LayerNorm
 
 __all__ = ["AdaptiveAvgPool2d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d",
@@ -28,4 +30,4 @@ __all__ = ["AdaptiveAvgPool2d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "Ba
            "functional", "init", "models", "utils", "ELU", "Hardtanh", "Identity", "LogSigmoid",
            "ModuleDict", "ParameterDict", "ParameterList", "SiLU", "Softplus", "Embedding",
            "LayerNorm", "GPT"]
-from .gpt import GPT
+__all__ += ["GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "RNNBase", "RNNCell", "RNNCellBase"]

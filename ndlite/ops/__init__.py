@@ -40,6 +40,7 @@ from . import (  # noqa: I001 - the order above
     resample,
     transformer,
     losses_more,
+    recurrent,
 )
 from .registry import (
     EXACT,
@@ -61,3 +62,4 @@ __all__ = ["OPS", "Op", "Spec", "register", "declare", "define", "implements", "
            "reduce", "linalg", "activation", "conv", "pool", "loss", "normalization", "math",
            "rounding", "sorting", "selection", "einsum", "resample", "transformer",
            "losses_more"]
+__all__ += ["recurrent"]

@@ -7,7 +7,7 @@ their backend right, with `ndlite conformance --backend NAME` or
 install of ndlite; the pytest suite also needs pytest.
 """
 
-from . import samplers_index, samplers_more, samplers_nn  # noqa: F401 - they register samplers
+from . import samplers_index, samplers_more, samplers_nn, samplers_rnn  # noqa: F401 - they register samplers
 from .compare import REFERENCE, ConformanceError, Outcome, check, compare
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from .kinks import MARGIN
