@@ -19,6 +19,14 @@ from .layers import AdaptiveAvgPool2d, AvgPool2d, Conv2d, Dropout, Flatten, Line
 from .loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
 from .module import Module, Parameter
 from .normalization import BatchNorm1d, BatchNorm2d
+from .transformer import (
+    MultiheadAttention,
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
 from .transformer_layers import Embedding, LayerNorm
 
 __all__ = ["AdaptiveAvgPool2d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d",
@@ -28,3 +36,5 @@ __all__ = ["AdaptiveAvgPool2d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "Ba
            "functional", "init", "models", "utils", "ELU", "Hardtanh", "Identity", "LogSigmoid",
            "ModuleDict", "ParameterDict", "ParameterList", "SiLU", "Softplus", "Embedding",
            "LayerNorm"]
+__all__ += ["MultiheadAttention", "Transformer", "TransformerDecoder", "TransformerDecoderLayer",
+            "TransformerEncoder", "TransformerEncoderLayer"]
