@@ -1,0 +1,186 @@
+"""MultiheadAttention and the Transformer modules: mask semantics and outputs against an
+independent float64 NumPy reference and gradients against finite differences on every
+backend (torch-free, so CI checks them); state dict names, errors; and, where torch is
+installed, outputs and every parameter and input gradient against PyTorch with its weights
+loaded through load_state_dict."""
+
+import numpy as np
+import pytest
+
+import ndlite
+import ndlite.nn.functional as F
+from ndlite import nn
+from ndlite.errors import DTypeError, ShapeError
+from ndlite.testing.gradcheck import gradcheck
+
+F64 = ndlite.float64
+N, L, S, E, H = 2, 4, 5, 6, 2
+
+
+def _rng(seed=0):
+    return np.random.default_rng(seed)
+
+
+def _need_fp64(backend):
+    if np.dtype("float64") not in backend.dtypes:
+        pytest.skip(f"{backend.name} has no float64 on this device")
+
+
+# ---- an independent NumPy float64 reference ------------------------------------------------
+
+def _additive(mask):
+    return np.where(mask, -np.inf, 0.0) if mask.dtype == bool else mask
+
+
+def _np_mha(q, k, v, params, attn_mask=None, key_padding_mask=None):
+    """Batch-first attention: (output (N, L, E), weights (N, H, L, S))."""
+    w_q, w_k, w_v = np.split(params["in_proj_weight"], 3)
+    b_q, b_k, b_v = np.split(params["in_proj_bias"], 3)
+    hd = q.shape[-1] // H
+
+    def heads(x):
+        return x.reshape(x.shape[0], x.shape[1], H, hd).transpose(0, 2, 1, 3)
+
+    qh, kh, vh = heads(q @ w_q.T + b_q), heads(k @ w_k.T + b_k), heads(v @ w_v.T + b_v)
+    scores = qh @ kh.transpose(0, 1, 3, 2) / np.sqrt(hd)
+    if attn_mask is not None:
+        add = _additive(attn_mask)
+        scores = scores + (add if add.ndim == 2 else add.reshape(q.shape[0], H, *add.shape[1:]))
+    if key_padding_mask is not None:
+        scores = scores + _additive(key_padding_mask)[:, None, None, :]
+    p = np.exp(scores - scores.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    out = (p @ vh).transpose(0, 2, 1, 3).reshape(q.shape)
+    return out @ params["out_proj.weight"].T + params["out_proj.bias"], p
+
+
+def _masks(kind, rng):
+    """Masks that leave every query at least one key (no all -inf row)."""
+    causalish = np.triu(np.ones((L, S), dtype=bool), k=2)
+    padding = np.zeros((N, S), dtype=bool)
+    padding[1, -2:] = True
+    float_mask = rng.standard_normal((N * H, L, S))
+    return {"none": (None, None), "bool_attn": (causalish, None),
+            "float_attn_3d": (float_mask, None), "bool_padding": (None, padding),
+            "float_padding": (None, np.where(padding, -1e9, 0.0) + 0.5),
+            "both": (causalish, padding)}[kind]
+
+
+def _mha(backend, **kw):
+    with ndlite.using(backend):
+        return nn.MultiheadAttention(E, H, batch_first=True, dtype=F64, **kw)
+
+
+def _tensor(a, backend, grad=False):
+    return None if a is None else ndlite.tensor(a, backend=backend, requires_grad=grad)
+
+
+@pytest.mark.parametrize("need_weights", [False, True])
+@pytest.mark.parametrize("kind", ["none", "bool_attn", "float_attn_3d", "bool_padding",
+                                  "float_padding", "both"])
+def test_mha_masks_match_numpy_reference(backend, kind, need_weights):
+    _need_fp64(backend)
+    rng = _rng(1)
+    mha = _mha(backend)
+    params = {k: v.numpy() for k, v in mha.state_dict().items()}
+    params["in_proj_bias"] = rng.standard_normal(3 * E)  # nonzero, so biases are checked
+    mha.load_state_dict(params)
+    q, k, v = rng.standard_normal((N, L, E)), rng.standard_normal((N, S, E)), \
+        rng.standard_normal((N, S, E))
+    attn_mask, padding = _masks(kind, rng)
+    out, weights = mha(*(_tensor(a, backend) for a in (q, k, v)),
+                       key_padding_mask=_tensor(padding, backend),
+                       attn_mask=_tensor(attn_mask, backend), need_weights=need_weights,
+                       average_attn_weights=False)
+    ref_out, ref_weights = _np_mha(q, k, v, params, attn_mask, padding)
+    np.testing.assert_allclose(out.detach().numpy(), ref_out, rtol=1e-10, atol=1e-12)
+    if need_weights:
+        np.testing.assert_allclose(weights.detach().numpy(), ref_weights, rtol=1e-10, atol=1e-12)
+    else:
+        assert weights is None
+
+
+def test_bool_mask_is_true_where_masked(backend):
+    """True in a bool mask hides the key: the same output as -inf there, and zero weight."""
+    _need_fp64(backend)
+    rng = _rng(2)
+    mha = _mha(backend)
+    x = _tensor(rng.standard_normal((N, L, E)), backend)
+    hide = np.zeros((L, L), dtype=bool)
+    hide[:, 1] = True
+    out_bool, w = mha(x, x, x, attn_mask=_tensor(hide, backend))
+    out_float, _ = mha(x, x, x, attn_mask=_tensor(np.where(hide, -np.inf, 0.0), backend))
+    np.testing.assert_array_equal(w.detach().numpy()[:, :, 1], 0.0)
+    np.testing.assert_allclose(out_bool.detach().numpy(), out_float.detach().numpy(), rtol=0, atol=1e-14)
+    causal = nn.Transformer.generate_square_subsequent_mask(L, dtype=F64, device=backend)
+    _, w = mha(x, x, x, attn_mask=causal)
+    np.testing.assert_array_equal(np.triu(w.detach().numpy(), k=1), 0.0)
+
+
+def _fd_check(module, inputs, call, eps=1e-6, seed=0):
+    """Backward against a central difference along a random direction in every parameter
+    and every float input at once (float64)."""
+    rng = _rng(seed)
+    params = list(module.parameters())
+    out = call(module, inputs)
+    cot = ndlite.tensor(rng.standard_normal(out.shape), backend=out.backend)
+    grads = ndlite.autograd.grad((out * cot).sum(), params + inputs)
+    dirs = [rng.standard_normal(t.shape) for t in params + inputs]
+    exact = sum(float(np.sum(g.numpy() * d)) for g, d in zip(grads, dirs, strict=True))
+    start = [t.detach().numpy().copy() for t in params + inputs]
+
+    def loss_at(step):
+        with ndlite.no_grad():
+            for t, a, d in zip(params + inputs, start, dirs, strict=True):
+                t.copy_(ndlite.tensor(a + step * d, backend=t.backend))
+            return float((call(module, inputs) * cot).sum().item())
+
+    numeric = (loss_at(eps) - loss_at(-eps)) / (2 * eps)
+    loss_at(0.0)
+    assert abs(numeric - exact) <= 1e-5 + 1e-3 * abs(numeric), (numeric, exact)
+
+
+@pytest.mark.parametrize("need_weights", [False, True])
+def test_mha_finite_differences(backend, need_weights):
+    _need_fp64(backend)
+    rng = _rng(3)
+    mha = _mha(backend, kdim=3, vdim=4, add_bias_kv=True)
+    q, k, v = (_tensor(rng.standard_normal(s), backend, True)
+               for s in ((N, L, E), (N, S, 3), (N, S, 4)))
+    attn_mask, padding = _masks("both", rng)
+    masks = dict(attn_mask=_tensor(attn_mask, backend),
+                 key_padding_mask=_tensor(padding, backend))
+
+    def call(m, t):
+        out, w = m(*t, need_weights=need_weights, **masks)
+        return out if w is None else out + w.sum(-1, keepdim=True)
+
+    _fd_check(mha, [q, k, v], call)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_encoder_layer_finite_differences(backend, norm_first):
+    _need_fp64(backend)
+    with ndlite.using(backend):
+        layer = nn.TransformerEncoderLayer(E, H, dim_feedforward=8, dropout=0.0,
+                                           activation="gelu", norm_first=norm_first,
+                                           dtype=F64)
+    src = _tensor(_rng(4).standard_normal((L, N, E)), backend, True)
+    mask = nn.Transformer.generate_square_subsequent_mask(L, dtype=F64, device=backend)
+    _fd_check(layer, [src], lambda m, t: m(t[0], src_mask=mask, is_causal=True))
+
+
+def test_functional_gradcheck_separate_weights():
+    rng = _rng(5)
+    arrays = [rng.standard_normal(s) for s in ((L, N, E), (S, N, 3), (S, N, 4), (E, E),
+                                                (E, 3), (E, 4), (3 * E,), (E, E), (E,))]
+    padding = ndlite.tensor(_masks("bool_padding", rng)[1])
+
+    def fn(t):
+        q, k, v, wq, wk, wv, b, wo, bo = t
+        return F.multi_head_attention_forward(
+            q, k, v, E, H, None, b, None, None, True, 0.0, wo, bo, key_padding_mask=padding,
+            use_separate_proj_weight=True, q_proj_weight=wq, k_proj_weight=wk,
+            v_proj_weight=wv, average_attn_weights=False)
+
+    gradcheck(fn, arrays, list(range(len(arrays))), name="multi_head_attention_forward")
