@@ -184,3 +184,156 @@ def test_functional_gradcheck_separate_weights():
             v_proj_weight=wv, average_attn_weights=False)
 
     gradcheck(fn, arrays, list(range(len(arrays))), name="multi_head_attention_forward")
+
+
+def test_state_dict_names_and_initialization():
+    mha = nn.MultiheadAttention(E, H, kdim=3, vdim=4, add_bias_kv=True)
+    assert list(mha.state_dict()) == ["q_proj_weight", "k_proj_weight", "v_proj_weight",
+                                      "in_proj_bias", "bias_k", "bias_v", "out_proj.weight",
+                                      "out_proj.bias"]  # PyTorch's order
+    assert mha.in_proj_weight is None
+    np.testing.assert_array_equal(mha.in_proj_bias.detach().numpy(), 0.0)
+    np.testing.assert_array_equal(mha.out_proj.bias.detach().numpy(), 0.0)
+    packed = nn.MultiheadAttention(E, H, bias=False).in_proj_weight.detach().numpy()
+    bound = np.sqrt(6.0 / (E + 3 * E))  # xavier_uniform_ over (3E, E)
+    assert np.abs(packed).max() <= bound and np.abs(packed).max() > bound / 2
+    layer = nn.TransformerDecoderLayer(E, H, dim_feedforward=8)
+    assert sorted({k.split(".")[0] for k in layer.state_dict()}) == [
+        "linear1", "linear2", "multihead_attn", "norm1", "norm2", "norm3", "self_attn"]
+    encoder = nn.TransformerEncoder(nn.TransformerEncoderLayer(E, H, 8), 2)
+    first, second = (layer.linear1.weight for layer in encoder.layers)
+    assert first is not second
+    np.testing.assert_array_equal(first.detach().numpy(), second.detach().numpy())
+    mask = nn.Transformer.generate_square_subsequent_mask(3)
+    assert mask.dtype == ndlite.float32
+    assert mask.tolist() == [[0.0, -np.inf, -np.inf], [0.0, 0.0, -np.inf], [0.0, 0.0, 0.0]]
+
+
+def test_errors_name_the_shapes():
+    mha = nn.MultiheadAttention(E, H)
+    x = ndlite.ones(L, N, E)
+    with pytest.raises(ShapeError, match=r"key_padding_mask shape of \(2, 4\).*\(2, 5\)"):
+        mha(x, x, x, key_padding_mask=ndlite.zeros(N, S, dtype=ndlite.bool))
+    with pytest.raises(ShapeError, match=r"2-D attn_mask is \(4, 5\), but should be \(4, 4\)"):
+        mha(x, x, x, attn_mask=ndlite.zeros(L, S))
+    with pytest.raises(ShapeError, match=r"3-D attn_mask is \(2, 4, 4\).*\(4, 4, 4\)"):
+        mha(x, x, x, attn_mask=ndlite.zeros(2, L, L))
+    with pytest.raises(ShapeError, match=r"query \(4, 2, 5\) has embed_dim 5; expected 6"):
+        mha(ndlite.ones(L, N, 5), x, x)
+    with pytest.raises(ShapeError, match=r"query \(4, 2, 6\) and key \(4, 3, 6\) have diff"):
+        mha(x, ndlite.ones(L, 3, E), ndlite.ones(L, 3, E))
+    with pytest.raises(ShapeError, match=r"key \(4, 2, 6\) and value \(5, 2, 6\)"):
+        mha(x, x, ndlite.ones(S, N, E))
+    with pytest.raises(ShapeError, match=r"k_proj_weight must have shape \(6, 6\) for input \(4, 2, 6\), got \(6, 3\)"):
+        nn.MultiheadAttention(E, H, kdim=3)(x, x, x)
+    with pytest.raises(DTypeError, match="only bool and floating types of attn_mask"):
+        mha(x, x, x, attn_mask=ndlite.zeros(L, L, dtype=ndlite.int64))
+    with pytest.raises(ValueError, match="need attn_mask if specifying the is_causal"):
+        mha(x, x, x, is_causal=True)
+    with pytest.raises(ValueError, match=r"embed_dim \(6\) must be divisible by num_heads"):
+        nn.MultiheadAttention(E, 4)
+    with pytest.raises(ValueError, match="activation should be relu/gelu"):
+        nn.TransformerEncoderLayer(E, H, activation="swish")
+    model = nn.Transformer(E, H, 1, 1, 8)
+    with pytest.raises(ShapeError, match=r"batch number of src \(5, 2, 6\) and tgt \(4, 3, 6\)"):
+        model(ndlite.ones(S, N, E), ndlite.ones(L, 3, E))
+
+
+# ---- against PyTorch ---------------------------------------------------------------------
+
+
+def _pair(make):
+    """The same module in torch (seeded, float64) and ndlite, the torch weights loaded into
+    ndlite through load_state_dict of a NumPy state dict."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    theirs = make(torch).double()
+    ours = make(ndlite).double()
+    ours.load_state_dict({k: v.detach().numpy() for k, v in theirs.state_dict().items()})
+    return theirs, ours
+
+
+def _against_torch(make, call, arrays, train=False, rtol=1e-9, atol=1e-11):
+    """Outputs, and the gradients of every parameter and float input, of call(module, inputs,
+    lib) in torch and ndlite."""
+    import torch
+    theirs, ours = _pair(make)
+    theirs.train(train)
+    ours.train(train)
+    floats = [a.dtype.kind == "f" for a in arrays]
+    t_in = [torch.tensor(a, requires_grad=f) for a, f in zip(arrays, floats, strict=True)]
+    n_in = [ndlite.tensor(a, requires_grad=f) for a, f in zip(arrays, floats, strict=True)]
+    t_out, n_out = call(theirs, t_in, torch), call(ours, n_in, ndlite)
+    t_out, n_out = (o if isinstance(o, tuple) else (o,) for o in (t_out, n_out))
+    rng, t_loss, n_loss = _rng(7), 0, 0
+    for t, n in zip(t_out, n_out, strict=True):
+        assert (t is None) == (n is None)
+        if t is None:
+            continue
+        np.testing.assert_allclose(n.detach().numpy(), t.detach().numpy(), rtol, atol)
+        cot = rng.standard_normal(tuple(t.shape))
+        t_loss, n_loss = t_loss + (t * torch.tensor(cot)).sum(), n_loss + (n * cot).sum()
+    t_loss.backward()
+    n_loss.backward()
+    params = dict(ours.named_parameters())
+    assert sorted(params) == sorted(k for k, _ in theirs.named_parameters())
+    for name, p in theirs.named_parameters():
+        assert (p.grad is None) == (params[name].grad is None), name
+        if p.grad is not None:
+            np.testing.assert_allclose(params[name].grad.numpy(), p.grad.numpy(), rtol, atol,
+                                       err_msg=name)
+    for t, n, f in zip(t_in, n_in, floats, strict=True):
+        if f:
+            np.testing.assert_allclose(n.grad.numpy(), t.grad.numpy(), rtol, atol)
+
+
+def _lib_masks(lib, attn_mask, padding):
+    return dict(attn_mask=None if attn_mask is None else lib.tensor(attn_mask),
+                key_padding_mask=None if padding is None else lib.tensor(padding))
+
+
+@pytest.mark.parametrize("batch_first", [False, True])
+@pytest.mark.parametrize("weights", ["none", "averaged", "per_head"])
+@pytest.mark.parametrize("kind", ["none", "bool_attn", "float_attn_3d", "bool_padding",
+                                  "float_padding", "both"])
+def test_mha_against_torch(batch_first, weights, kind):
+    rng = _rng(8)
+    masks = _masks(kind, rng)
+    shape = (lambda b, t, e: (b, t, e)) if batch_first else (lambda b, t, e: (t, b, e))
+    arrays = [rng.standard_normal(shape(N, t, E)) for t in (L, S, S)]
+
+    def call(m, t, lib):
+        return m(*t, need_weights=weights != "none", average_attn_weights=weights == "averaged",
+                 **_lib_masks(lib, *masks))
+
+    _against_torch(lambda lib: lib.nn.MultiheadAttention(E, H, batch_first=batch_first),
+                   call, arrays)
+
+
+VARIANTS = {
+    "kdim_vdim": (dict(kdim=3, vdim=4), [(N, L, E), (N, S, 3), (N, S, 4)], {}),
+    "no_bias": (dict(bias=False), [(N, L, E), (N, S, E), (N, S, E)], {}),
+    "bias_kv_zero_attn": (dict(add_bias_kv=True, add_zero_attn=True),
+                          [(N, L, E), (N, S, E), (N, S, E)], {"mask": "both"}),
+    "unbatched": (dict(), [(L, E), (S, E), (S, E)], {}),
+    "self_attention_causal_hint": (dict(), [(N, L, E)], {"causal": True}),
+    "eval_dropout": (dict(dropout=0.5), [(N, L, E), (N, S, E), (N, S, E)], {}),
+}
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_mha_variants_against_torch(variant):
+    kwargs, shapes, how = VARIANTS[variant]
+    rng = _rng(9)
+    arrays = [rng.standard_normal(s) for s in shapes]
+    masks = _masks(how.get("mask", "none"), rng)
+
+    def call(m, t, lib):
+        q, k, v = t if len(t) == 3 else t * 3
+        if how.get("causal"):
+            mask = lib.nn.Transformer.generate_square_subsequent_mask(L, dtype=lib.float64)
+            return m(q, k, v, attn_mask=mask, is_causal=True, need_weights=False)
+        return m(q, k, v, **_lib_masks(lib, *masks))
+
+    _against_torch(lambda lib: lib.nn.MultiheadAttention(E, H, batch_first=True, **kwargs),
+                   call, arrays)
