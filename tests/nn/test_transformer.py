@@ -337,3 +337,91 @@ def test_mha_variants_against_torch(variant):
 
     _against_torch(lambda lib: lib.nn.MultiheadAttention(E, H, batch_first=True, **kwargs),
                    call, arrays)
+
+
+ACTIVATIONS = {"relu": lambda lib: "relu", "gelu": lambda lib: "gelu",
+               "callable": lambda lib: (lambda x: x.tanh()), "module": lambda lib: lib.nn.GELU()}
+
+
+def _layer_masks(lib, batch_first):
+    """A causal float mask over L and a bool key padding mask hiding the last 2 of batch 1."""
+    padding = np.zeros((N, L), dtype=bool)
+    padding[1, -2:] = True
+    return lib.nn.Transformer.generate_square_subsequent_mask(L, dtype=lib.float64), \
+        lib.tensor(padding)
+
+
+@pytest.mark.parametrize("activation", sorted(ACTIVATIONS))
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("batch_first", [False, True])
+def test_encoder_layer_against_torch(batch_first, norm_first, activation):
+    src = _rng(10).standard_normal((N, L, E) if batch_first else (L, N, E))
+
+    def make(lib):
+        return lib.nn.TransformerEncoderLayer(E, H, 8, dropout=0.0, batch_first=batch_first,
+                                              norm_first=norm_first,
+                                              activation=ACTIVATIONS[activation](lib))
+
+    def call(m, t, lib):
+        mask, padding = _layer_masks(lib, batch_first)
+        return m(t[0], src_mask=mask, src_key_padding_mask=padding)
+
+    _against_torch(make, call, [src])
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("batch_first", [False, True])
+def test_decoder_layer_against_torch(batch_first, norm_first):
+    rng = _rng(11)
+    shape = (lambda t: (N, t, E)) if batch_first else (lambda t: (t, N, E))
+    memory_padding = np.zeros((N, S), dtype=bool)
+    memory_padding[0, 0] = True
+
+    def call(m, t, lib):
+        mask, padding = _layer_masks(lib, batch_first)
+        return m(t[0], t[1], tgt_mask=mask, tgt_key_padding_mask=padding,
+                 memory_key_padding_mask=lib.tensor(memory_padding), tgt_is_causal=True)
+
+    _against_torch(lambda lib: lib.nn.TransformerDecoderLayer(
+        E, H, 8, dropout=0.0, batch_first=batch_first, norm_first=norm_first),
+        call, [rng.standard_normal(shape(L)), rng.standard_normal(shape(S))])
+
+
+@pytest.mark.parametrize("train", [False, True])
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("batch_first", [False, True])
+def test_transformer_against_torch(batch_first, norm_first, train):
+    """The whole encoder-decoder; train=True with dropout 0, eval with PyTorch's dropout."""
+    rng = _rng(12)
+    shape = (lambda t: (N, t, E)) if batch_first else (lambda t: (t, N, E))
+    src_padding = np.zeros((N, S), dtype=bool)
+    src_padding[1, -1] = True
+
+    def call(m, t, lib):
+        mask, padding = _layer_masks(lib, batch_first)
+        return m(t[0], t[1], tgt_mask=mask, tgt_key_padding_mask=padding,
+                 src_key_padding_mask=lib.tensor(src_padding),
+                 memory_key_padding_mask=lib.tensor(src_padding))
+
+    _against_torch(lambda lib: lib.nn.Transformer(
+        E, H, 2, 2, 8, dropout=0.0 if train else 0.1, batch_first=batch_first,
+        norm_first=norm_first), call, [rng.standard_normal(shape(S)),
+                                       rng.standard_normal(shape(L))], train=train)
+
+
+@pytest.mark.parametrize("mask_kind", ["generated", "bool", "none_is_causal"])
+def test_encoder_stack_causal_detection_against_torch(mask_kind):
+    """A mask equal to the causal one turns on the is_causal path; results stay the same."""
+    def call(m, t, lib):
+        if mask_kind == "generated":
+            return m(t[0], mask=lib.nn.Transformer.generate_square_subsequent_mask(
+                L, dtype=lib.float64))
+        causal = lib.tensor(np.triu(np.ones((L, L), dtype=bool), k=1))
+        return m(t[0], mask=causal, is_causal=mask_kind == "none_is_causal")
+
+    def make(lib):
+        layer = lib.nn.TransformerEncoderLayer(E, H, 8, dropout=0.0)
+        return lib.nn.TransformerEncoder(layer, 2, norm=lib.nn.LayerNorm(E),
+                                         enable_nested_tensor=False)
+
+    _against_torch(make, call, [_rng(13).standard_normal((L, N, E))])
