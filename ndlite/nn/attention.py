@@ -108,6 +108,32 @@ def _pad_masks(attn_mask, key_padding_mask):
     return pad(attn_mask), pad(key_padding_mask)
 
 
+def _keys(k, v, bias_k, bias_v, static_k, static_v, add_zero_attn, attn_mask,
+          key_padding_mask, num_heads):
+    """Projected (S, N, E) k and v as heads (N, H, S', hd): with bias_k / bias_v appended,
+    replaced by static_k / static_v, or with a zero key and value appended; the masks get
+    an unmasked column for each appended key."""
+    batch, embed_dim = k.shape[1], k.shape[2]
+    if (bias_k is None) != (bias_v is None):
+        raise ValueError(f"{OP}: give both bias_k and bias_v or neither")
+    if bias_k is not None:
+        if static_k is not None or static_v is not None:
+            raise ValueError(f"{OP}: bias_k cannot be added to static_k / static_v")
+        k = cat([k, bias_k.reshape(1, 1, embed_dim).expand(1, batch, embed_dim)])
+        v = cat([v, bias_v.reshape(1, 1, embed_dim).expand(1, batch, embed_dim)])
+        attn_mask, key_padding_mask = _pad_masks(attn_mask, key_padding_mask)
+    head_dim = embed_dim // num_heads
+    k = _heads(k, batch, num_heads) if static_k is None else \
+        _static(static_k, "static_k", batch, num_heads, head_dim)
+    v = _heads(v, batch, num_heads) if static_v is None else \
+        _static(static_v, "static_v", batch, num_heads, head_dim)
+    if add_zero_attn:
+        k, v = (cat([x, zeros(batch, num_heads, 1, head_dim, dtype=x.dtype,
+                              backend=x.backend)], dim=2) for x in (k, v))
+        attn_mask, key_padding_mask = _pad_masks(attn_mask, key_padding_mask)
+    return k, v, attn_mask, key_padding_mask
+
+
 def _merged_mask(attn_mask, key_padding_mask, batch, num_heads, length, source):
     """attn_mask (L, S) or (N * H, L, S) and key_padding_mask (N, S) as one additive mask
     broadcastable to the scores (N, H, L, S)."""
@@ -184,24 +210,10 @@ def multi_head_attention_forward(
     weights = (q_proj_weight, k_proj_weight, v_proj_weight) if use_separate_proj_weight \
         else in_proj_weight
     q, k, v = _in_projection(query, key, value, embed_dim, weights, in_proj_bias)
-    if (bias_k is None) != (bias_v is None):
-        raise ValueError(f"{OP}: give both bias_k and bias_v or neither")
-    if bias_k is not None:
-        if static_k is not None or static_v is not None:
-            raise ValueError(f"{OP}: bias_k cannot be added to static_k / static_v")
-        k = cat([k, bias_k.reshape(1, 1, embed_dim).expand(1, batch, embed_dim)])
-        v = cat([v, bias_v.reshape(1, 1, embed_dim).expand(1, batch, embed_dim)])
-        attn_mask, key_padding_mask = _pad_masks(attn_mask, key_padding_mask)
-    head_dim = embed_dim // num_heads
-    q, k, v = (_heads(x, batch, num_heads) for x in (q, k, v))
-    if static_k is not None:
-        k = _static(static_k, "static_k", batch, num_heads, head_dim)
-    if static_v is not None:
-        v = _static(static_v, "static_v", batch, num_heads, head_dim)
-    if add_zero_attn:
-        k, v = (cat([x, zeros(batch, num_heads, 1, head_dim, dtype=x.dtype,
-                              backend=x.backend)], dim=2) for x in (k, v))
-        attn_mask, key_padding_mask = _pad_masks(attn_mask, key_padding_mask)
+    q = _heads(q, batch, num_heads)
+    k, v, attn_mask, key_padding_mask = _keys(k, v, bias_k, bias_v, static_k, static_v,
+                                              add_zero_attn, attn_mask, key_padding_mask,
+                                              num_heads)
     mask = _merged_mask(attn_mask, key_padding_mask, batch, num_heads, length, k.shape[2])
     out, weights = _attend(q, k, v, mask, dropout_p if training else 0.0, is_causal,
                            need_weights, average_attn_weights)

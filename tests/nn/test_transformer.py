@@ -111,7 +111,8 @@ def test_bool_mask_is_true_where_masked(backend):
     out_bool, w = mha(x, x, x, attn_mask=_tensor(hide, backend))
     out_float, _ = mha(x, x, x, attn_mask=_tensor(np.where(hide, -np.inf, 0.0), backend))
     np.testing.assert_array_equal(w.detach().numpy()[:, :, 1], 0.0)
-    np.testing.assert_allclose(out_bool.detach().numpy(), out_float.detach().numpy(), rtol=0, atol=1e-14)
+    np.testing.assert_allclose(out_bool.detach().numpy(), out_float.detach().numpy(), rtol=0,
+                               atol=1e-14)
     causal = nn.Transformer.generate_square_subsequent_mask(L, dtype=F64, device=backend)
     _, w = mha(x, x, x, attn_mask=causal)
     np.testing.assert_array_equal(np.triu(w.detach().numpy(), k=1), 0.0)
@@ -224,7 +225,8 @@ def test_errors_name_the_shapes():
         mha(x, ndlite.ones(L, 3, E), ndlite.ones(L, 3, E))
     with pytest.raises(ShapeError, match=r"key \(4, 2, 6\) and value \(5, 2, 6\)"):
         mha(x, x, ndlite.ones(S, N, E))
-    with pytest.raises(ShapeError, match=r"k_proj_weight must have shape \(6, 6\) for input \(4, 2, 6\), got \(6, 3\)"):
+    with pytest.raises(ShapeError, match=r"k_proj_weight must have shape \(6, 6\) for "
+                       r"input \(4, 2, 6\), got \(6, 3\)"):
         nn.MultiheadAttention(E, H, kdim=3)(x, x, x)
     with pytest.raises(DTypeError, match="only bool and floating types of attn_mask"):
         mha(x, x, x, attn_mask=ndlite.zeros(L, L, dtype=ndlite.int64))
@@ -256,7 +258,7 @@ def _pair(make):
 def _against_torch(make, call, arrays, train=False, rtol=1e-9, atol=1e-11):
     """Outputs, and the gradients of every parameter and float input, of call(module, inputs,
     lib) in torch and ndlite."""
-    import torch
+    torch = pytest.importorskip("torch")
     theirs, ours = _pair(make)
     theirs.train(train)
     ours.train(train)
@@ -425,3 +427,45 @@ def test_encoder_stack_causal_detection_against_torch(mask_kind):
                                          enable_nested_tensor=False)
 
     _against_torch(make, call, [_rng(13).standard_normal((L, N, E))])
+
+
+def _language_model(lib, ntoken=11, ninp=6, nhead=2, nhid=8, nlayers=2):
+    """A causal language model written the way pytorch/examples' word_language_model writes
+    its TransformerModel: an nn.Transformer subclass whose `decoder` is replaced by a Linear
+    over the vocabulary, a sinusoidal positional table kept as a buffer, and a causal mask
+    built from triu/masked_fill and cached on the module."""
+    nn_, functional = lib.nn, lib.nn.functional
+
+    class Model(nn_.Transformer):
+        def __init__(self):
+            super().__init__(d_model=ninp, nhead=nhead, dim_feedforward=nhid,
+                             num_encoder_layers=nlayers)
+            self.src_mask, self.ninp = None, ninp
+            self.input_emb = nn_.Embedding(ntoken, ninp)
+            self.decoder = nn_.Linear(ninp, ntoken)
+            self.dropout_in = nn_.Dropout(0.5)
+            table = lib.zeros(32, ninp)
+            where = lib.arange(0, 32, dtype=lib.float).unsqueeze(1)
+            rate = lib.exp(lib.arange(0, ninp, 2).float() * (-np.log(10000.0) / ninp))
+            table[:, 0::2] = lib.sin(where * rate)
+            table[:, 1::2] = lib.cos(where * rate)
+            self.register_buffer("pe", table.unsqueeze(0).transpose(0, 1))
+            nn_.init.uniform_(self.input_emb.weight, -0.1, 0.1)
+            nn_.init.zeros_(self.decoder.bias)
+
+        def forward(self, src):
+            if self.src_mask is None or self.src_mask.size(0) != len(src):
+                keep = (lib.triu(lib.ones(len(src), len(src))) == 1).transpose(0, 1)
+                self.src_mask = keep.float().masked_fill(keep == 0, float("-inf")) \
+                    .masked_fill(keep == 1, 0.0).to(src.device)
+            x = self.input_emb(src) * np.sqrt(self.ninp)
+            x = self.dropout_in(x + self.pe[:x.size(0), :])
+            return functional.log_softmax(self.decoder(self.encoder(x, mask=self.src_mask)),
+                                          dim=-1)
+
+    return Model()
+
+
+def test_word_language_model_transformer_against_torch():
+    tokens = _rng(14).integers(0, 11, size=(L, N))
+    _against_torch(_language_model, lambda m, t, lib: m(t[0]), [tokens])
