@@ -14,11 +14,16 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
+from ..creation import tensor as make_tensor
 from ..creation import zeros
 from ..errors import DTypeError, ShapeError
 from ..ops.activation import dropout, softmax
 from ..ops.join import cat
 from ..ops.linalg import linear
+from ..ops.registry import TRANSCENDENTAL, Spec, declare
+from ..ops.samples import UNARY
 from ..ops.selection import masked_fill
 from ..ops.transformer import scaled_dot_product_attention
 from ..tensor import Tensor
@@ -222,3 +227,26 @@ def multi_head_attention_forward(
     if not batched:
         out, weights = out.squeeze(1), None if weights is None else weights.squeeze(0)
     return out, weights
+
+
+def _conformance_case(x: Tensor):
+    """The kit's UNARY sample as causal self-attention over a sequence of embed_dim 2 (two
+    heads) or 1, with fixed weights; both the output and the per-head weights are checked."""
+    embed_dim = 2 if x.numel() % 2 == 0 else 1
+    seq = x.reshape(-1, 1, embed_dim)
+    length = seq.shape[0]
+
+    def const(*shape, scale=0.7):
+        values = np.linspace(-1.0, 1.0, int(np.prod(shape))).reshape(shape) * scale
+        return make_tensor(values, dtype=x.dtype, backend=x._backend)
+
+    causal = make_tensor(np.triu(np.ones((length, length), dtype=bool), k=1),
+                         backend=x._backend)
+    return multi_head_attention_forward(
+        seq, seq, seq, embed_dim, embed_dim, const(3 * embed_dim, embed_dim),
+        const(3 * embed_dim, scale=0.2), None, None, False, 0.0, const(embed_dim, embed_dim),
+        const(embed_dim, scale=0.1), attn_mask=causal, average_attn_weights=False)
+
+
+declare("multi_head_attention_forward", Spec(UNARY, tol=TRANSCENDENTAL, call=_conformance_case),
+        multi_head_attention_forward)
