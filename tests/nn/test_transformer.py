@@ -371,6 +371,16 @@ def test_encoder_layer_against_torch(batch_first, norm_first, activation):
     _against_torch(make, call, [src])
 
 
+@pytest.mark.parametrize("layer", ["TransformerEncoderLayer", "TransformerDecoderLayer"])
+def test_layers_without_bias_against_torch(layer):
+    """bias=False drops every Linear, projection and LayerNorm bias, as in PyTorch."""
+    rng = _rng(16)
+    arrays = [rng.standard_normal((L, N, E)) for _ in range(1 if "Encoder" in layer else 2)]
+    _against_torch(lambda lib: getattr(lib.nn, layer)(E, H, 8, dropout=0.0, bias=False,
+                                                      layer_norm_eps=1e-3),
+                   lambda m, t, lib: m(*t), arrays)
+
+
 @pytest.mark.parametrize("norm_first", [False, True])
 @pytest.mark.parametrize("batch_first", [False, True])
 def test_decoder_layer_against_torch(batch_first, norm_first):
@@ -469,3 +479,35 @@ def _language_model(lib, ntoken=11, ninp=6, nhead=2, nhid=8, nlayers=2):
 def test_word_language_model_transformer_against_torch():
     tokens = _rng(14).integers(0, 11, size=(L, N))
     _against_torch(_language_model, lambda m, t, lib: m(t[0]), [tokens])
+
+
+def test_dropout_in_training_only(backend):
+    """Training drops attention weights (each kept one scaled by 1 / (1 - p)); eval is the
+    dropout-free math."""
+    _need_fp64(backend)
+    mha = _mha(backend, dropout=0.5)
+    x = _tensor(_rng(15).standard_normal((N, L, E)), backend)
+    plain = _mha(backend)
+    plain.load_state_dict(mha.state_dict())
+    expected_out, expected = (t.detach().numpy() for t in plain(x, x, x,
+                                                               average_attn_weights=False))
+    mha.eval()
+    out, _ = mha(x, x, x)
+    np.testing.assert_allclose(out.detach().numpy(), expected_out, rtol=1e-12, atol=1e-14)
+    mha.train()
+    ndlite.manual_seed(0)
+    _, dropped = mha(x, x, x, average_attn_weights=False)
+    dropped = dropped.detach().numpy()
+    kept = dropped != 0
+    assert 0 < kept.mean() < 1
+    np.testing.assert_allclose(dropped[kept], 2 * expected[kept], rtol=1e-12)
+    out, _ = mha(x, x, x, need_weights=False)
+    assert not np.allclose(out.detach().numpy(), expected_out)
+
+
+@pytest.mark.parametrize("module", ["ndlite.nn.attention", "ndlite.nn.transformer"])
+def test_docstring_examples(module):
+    import doctest
+    import importlib
+    result = doctest.testmod(importlib.import_module(module))
+    assert result.attempted and not result.failed
