@@ -24,6 +24,7 @@ from ..ops.resample import fold, interpolate, normalize, pad, unfold
 from ..ops.selection import one_hot
 from ..ops.transformer import embedding, layer_norm, scaled_dot_product_attention
 from ..ops.unary import relu, sigmoid, tanh
+from .attention import multi_head_attention_forward
 
 __all__ = ["adaptive_avg_pool2d", "avg_pool2d", "batch_norm", "binary_cross_entropy",
            "binary_cross_entropy_with_logits", "conv2d", "cross_entropy", "dropout", "flatten",
@@ -33,3 +34,4 @@ __all__ = ["adaptive_avg_pool2d", "avg_pool2d", "batch_norm", "binary_cross_entr
            "interpolate", "normalize", "embedding", "layer_norm",
            "scaled_dot_product_attention", "fold", "unfold", "cosine_similarity", "huber_loss",
            "kl_div", "smooth_l1_loss"]
+__all__ += ["multi_head_attention_forward"]
