@@ -16,7 +16,9 @@ from .containers_more import (
     Softplus,
 )
 from .layers import AdaptiveAvgPool2d, AvgPool2d, Conv2d, Dropout, Flatten, Linear, MaxPool2d
+from .layers_more import Conv1d, ConvTranspose1d, ConvTranspose2d, GroupNorm, RMSNorm
 from .loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
+from .loss import HuberLoss, KLDivLoss, SmoothL1Loss
 from .module import Module, Parameter
 from .normalization import BatchNorm1d, BatchNorm2d
 from .transformer_layers import Embedding, LayerNorm
@@ -27,4 +29,5 @@ __all__ = ["AdaptiveAvgPool2d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "Ba
            "NLLLoss", "Parameter", "ReLU", "Sequential", "Sigmoid", "Softmax", "Tanh",
            "functional", "init", "models", "utils", "ELU", "Hardtanh", "Identity", "LogSigmoid",
            "ModuleDict", "ParameterDict", "ParameterList", "SiLU", "Softplus", "Embedding",
-           "LayerNorm"]
+           "LayerNorm", "Conv1d", "ConvTranspose1d", "ConvTranspose2d", "GroupNorm", "RMSNorm",
+           "HuberLoss", "KLDivLoss", "SmoothL1Loss"]

@@ -6,7 +6,7 @@ registry, samples -> cast -> dispatch (the apply path) -> calls -> elementwise (
 -> unary -> binary -> movement -> join -> gather -> views -> inplace -> indexing -> reduce
 -> linalg -> activation -> conv -> pool -> loss -> normalization, then the families added for
 PyTorch programs (issue 13): math -> rounding -> sorting -> selection -> einsum -> resample
--> transformer -> losses_more.
+-> transformer -> losses_more -> conv_more -> norms.
 Backward formulas use Tensor methods and operators, which are bound once every op is loaded
 (ndlite/methods.py).
 """
@@ -40,6 +40,8 @@ from . import (  # noqa: I001 - the order above
     resample,
     transformer,
     losses_more,
+    conv_more,
+    norms,
 )
 from .registry import (
     EXACT,
@@ -60,4 +62,4 @@ __all__ = ["OPS", "Op", "Spec", "register", "declare", "define", "implements", "
            "unary", "binary", "movement", "join", "gather", "views", "inplace", "indexing",
            "reduce", "linalg", "activation", "conv", "pool", "loss", "normalization", "math",
            "rounding", "sorting", "selection", "einsum", "resample", "transformer",
-           "losses_more"]
+           "losses_more", "conv_more", "norms"]
