@@ -17,8 +17,17 @@ from .containers_more import (
 )
 from .layers import AdaptiveAvgPool2d, AvgPool2d, Conv2d, Dropout, Flatten, Linear, MaxPool2d
 from .layers_more import Conv1d, ConvTranspose1d, ConvTranspose2d, GroupNorm, RMSNorm
-from .loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
-from .loss import HuberLoss, KLDivLoss, SmoothL1Loss
+from .loss import (
+    BCELoss,
+    BCEWithLogitsLoss,
+    CrossEntropyLoss,
+    HuberLoss,
+    KLDivLoss,
+    L1Loss,
+    MSELoss,
+    NLLLoss,
+    SmoothL1Loss,
+)
 from .module import Module, Parameter
 from .normalization import BatchNorm1d, BatchNorm2d
 from .transformer_layers import Embedding, LayerNorm

@@ -7,8 +7,12 @@ their backend right, with `ndlite conformance --backend NAME` or
 install of ndlite; the pytest suite also needs pytest.
 """
 
-from . import samplers_convseq  # noqa: F401 - registers the conv1d/conv_transpose/norm samplers
-from . import samplers_index, samplers_more, samplers_nn  # noqa: F401 - they register samplers
+from . import (  # noqa: F401 - they register samplers
+    samplers_convseq,
+    samplers_index,
+    samplers_more,
+    samplers_nn,
+)
 from .compare import REFERENCE, ConformanceError, Outcome, check, compare
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from .kinks import MARGIN
