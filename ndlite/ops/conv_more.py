@@ -131,20 +131,18 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
     if weight.ndim != 4:
         raise ShapeError(f"{op}: weight must be 4-D (in_channels, out_channels / groups, kh, "
                          f"kw), got shape {weight.shape}")
+    return _conv_transpose(op, input, weight, bias, stride, padding, output_padding, groups,
+                           dilation)
+
+
+def _conv_transpose(op: str, input: Tensor, weight: Tensor, bias, stride, padding,
+                    output_padding, groups, dilation) -> Tensor:
+    """conv_transpose2d of a 4-D input and weight; errors name `op`."""
     tensors = [input, weight] + ([bias] if bias is not None else [])
     _check_dtypes(op, tensors)
     groups = _check_groups(op, groups)
-    stride = positive(pair(stride, "stride", op), "stride", op)
-    dilation = positive(pair(dilation, "dilation", op), "dilation", op)
-    padding = pair(padding, "padding", op)
-    output_padding = pair(output_padding, "output_padding", op)
-    if min(padding) < 0 or min(output_padding) < 0:
-        raise ValueError(f"{op}: padding {padding} and output_padding {output_padding} must be "
-                         f"non-negative")
-    for op_, s, d in zip(output_padding, stride, dilation, strict=True):
-        if op_ >= max(s, d):
-            raise ValueError(f"{op}: output_padding {output_padding} must be smaller than either "
-                             f"stride {stride} or dilation {dilation}")
+    stride, padding, output_padding, dilation = _transpose_geometry(
+        op, stride, padding, output_padding, dilation)
     c_in, cg_out, kh, kw = weight.shape
     if input.shape[1] != c_in:
         raise ShapeError(f"{op}: input of shape {input.shape} has {input.shape[1]} channels, "
@@ -169,6 +167,22 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
         out = conv2d_grad_input(_fit(input, size, (kh, kw), stride, padding, dilation), weight,
                                 out_shape, stride, padding, dilation, groups)
     return out if bias is None else out + bias.reshape(1, -1, 1, 1)
+
+
+def _transpose_geometry(op: str, stride, padding, output_padding, dilation) -> tuple:
+    """The (h, w) pairs of a transposed convolution, checked as PyTorch checks them."""
+    stride = positive(pair(stride, "stride", op), "stride", op)
+    dilation = positive(pair(dilation, "dilation", op), "dilation", op)
+    padding = pair(padding, "padding", op)
+    output_padding = pair(output_padding, "output_padding", op)
+    if min(padding) < 0 or min(output_padding) < 0:
+        raise ValueError(f"{op}: padding {padding} and output_padding {output_padding} must be "
+                         f"non-negative")
+    for extra, s, d in zip(output_padding, stride, dilation, strict=True):
+        if extra >= max(s, d):
+            raise ValueError(f"{op}: output_padding {output_padding} must be smaller than either "
+                             f"stride {stride} or dilation {dilation}")
+    return stride, padding, output_padding, dilation
 
 
 def _fit(input: Tensor, size, kernel, stride, padding, dilation) -> Tensor:
@@ -207,8 +221,8 @@ def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
         (dilation, "dilation"))]
     geometry[1] = (0, geometry[1][1])
     geometry[2] = (0, geometry[2][1])
-    out = conv_transpose2d(input.unsqueeze(2), weight.unsqueeze(2), bias, geometry[0],
-                           geometry[1], geometry[2], groups, geometry[3])
+    out = _conv_transpose(op, input.unsqueeze(2), weight.unsqueeze(2), bias, geometry[0],
+                          geometry[1], geometry[2], groups, geometry[3])
     return out.squeeze(2)
 
 

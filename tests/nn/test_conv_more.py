@@ -4,6 +4,7 @@ the definitions, float64 finite differences (first and second order) on every ba
 PyTorch where it is installed, over hypothesis-drawn geometry (stride, padding, 'same' and
 'valid', dilation, groups, output_padding, unbatched inputs)."""
 
+import doctest
 import itertools
 
 import numpy as np
@@ -15,10 +16,11 @@ import ndlite
 import ndlite.nn.functional as F
 from ndlite import nn
 from ndlite.errors import DTypeError, ShapeError
-from ndlite.ops import OPS
+from ndlite.nn import layers_more
+from ndlite.ops import OPS, conv_more
 from ndlite.testing import gradcheck, gradgradcheck, strategy
 
-# ---- direct references: one multiply-add per (input position, kernel tap) ----------------------
+# ---- direct references: one multiply-add per (input position, kernel tap) -----------------------
 
 
 def _tuple(v, dims):
@@ -81,7 +83,7 @@ def _float64_on(backend):
     return np.dtype("float64") in ndlite.device.get_backend(backend).dtypes
 
 
-# ---- torch-free: direct loops and finite differences ------------------------------------------
+# ---- torch-free: direct loops and finite differences --------------------------------------------
 
 
 @settings(max_examples=30)
@@ -216,11 +218,21 @@ def test_bad_arguments_raise_typed_errors_naming_the_op():
         F.conv1d(ndlite.ones(1, 2, 2), ndlite.ones(2, 2, 3))
     with pytest.raises(ShapeError, match="conv1d: weight must be 3-D"):
         F.conv1d(ndlite.ones(1, 2, 5), ndlite.ones(2, 2, 1, 3))
-    with pytest.raises(ShapeError, match="conv_transpose1d"):
+    with pytest.raises(ShapeError, match="conv_transpose1d: expected a 2-D"):
         F.conv_transpose1d(ndlite.ones(1, 2, 5, 5), ndlite.ones(2, 2, 3))
+    with pytest.raises(ShapeError, match="conv_transpose1d: input of shape"):
+        F.conv_transpose1d(ndlite.ones(1, 3, 5), ndlite.ones(2, 2, 3))
+    with pytest.raises(ValueError, match="conv_transpose1d: output_padding"):
+        F.conv_transpose1d(ndlite.ones(1, 2, 5), ndlite.ones(2, 2, 3), output_padding=1)
 
 
-# ---- layers ------------------------------------------------------------------------------------
+def test_docstring_examples_run():
+    for module in (conv_more, layers_more):
+        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+        assert result.failed == 0 and result.attempted > 0, module.__name__
+
+
+# ---- layers -------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("mode", ["zeros", "reflect", "replicate", "circular"])
@@ -293,7 +305,7 @@ def test_transposed_conv_autoencoder_trains():
     assert losses[-1] < 0.1 * losses[0]
 
 
-# ---- against PyTorch -----------------------------------------------------------------------------
+# ---- against PyTorch ----------------------------------------------------------------------------
 
 
 def _torch_pair(name, fn_torch, case, params):
