@@ -226,13 +226,8 @@ def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
     return out.squeeze(2)
 
 
-def _conv_transpose_case(input, weight, bias=None, *, dims, **params):
-    fn = conv_transpose1d if dims == 1 else conv_transpose2d
-    return fn(input, weight, bias, **params)
-
-
 declare("conv1d", Spec(CONV1D, second_order=True), conv1d)
-declare("conv_transpose2d", Spec(CONV_TRANSPOSE, call=_conv_transpose_case, second_order=True,
-                                 params={"dims": 2}), conv_transpose2d)
-declare("conv_transpose1d", Spec(CONV_TRANSPOSE, call=_conv_transpose_case, second_order=True,
-                                 params={"dims": 1}), conv_transpose1d)
+declare("conv_transpose2d", Spec(CONV_TRANSPOSE, second_order=True, params={"dims": 2}),
+        conv_transpose2d)
+declare("conv_transpose1d", Spec(CONV_TRANSPOSE, second_order=True, params={"dims": 1}),
+        conv_transpose1d)

@@ -90,7 +90,7 @@ def _conv_transpose(spec, dtype):
         inputs = [x, draw(arrays(dtype, w_shape))]
         if draw(st.booleans()):
             inputs.append(draw(arrays(dtype, (out[1],))))
-        return Case(inputs, dict(params, dims=dims))
+        return Case(inputs, params)
 
     return draw_case()
 

@@ -91,7 +91,7 @@ def _float64_on(backend):
 def test_conv_transpose2d_matches_the_direct_loop(data, backend):
     dtype = "float64" if _float64_on(backend) else "float32"
     case = data.draw(strategy(OPS["conv_transpose2d"].spec, "float64"))
-    p = {k: v for k, v in case.params.items() if k != "dims"}
+    p = case.params
     x, w = case.inputs[0], case.inputs[1]
     bias = case.inputs[2] if len(case.inputs) > 2 else None
     unbatched = x.ndim == 3
@@ -117,7 +117,7 @@ def test_conv_transpose2d_matches_the_direct_loop(data, backend):
 @given(data=st.data())
 def test_conv_transpose1d_matches_the_direct_loop(data, backend):
     case = data.draw(strategy(OPS["conv_transpose1d"].spec, "float64"))
-    p = {k: v for k, v in case.params.items() if k != "dims"}
+    p = case.params
     x, w = case.inputs[0], case.inputs[1]
     x3 = x[None] if x.ndim == 2 else x
     y_ref, _, _ = conv_transpose_ref(x3, w, None, **p)
@@ -151,7 +151,7 @@ def test_conv1d_matches_the_direct_loop(data, backend):
 def test_first_and_second_order_finite_differences(name, data, backend):
     spec = OPS[name].spec
     case = data.draw(strategy(spec, "float64"))
-    fn = spec.call or OPS[name].function
+    fn = OPS[name].function
     grad = list(range(len(case.inputs)))
     gradcheck(lambda t: fn(*t, **case.params), case.inputs, grad, backend=backend, name=name)
     gradgradcheck(lambda t: fn(*t, **case.params), case.inputs, grad, backend=backend,
@@ -310,7 +310,7 @@ def test_transposed_conv_autoencoder_trains():
 
 def _torch_pair(name, fn_torch, case, params):
     torch = pytest.importorskip("torch")
-    fn = OPS[name].spec.call or OPS[name].function
+    fn = OPS[name].function
     xs = [ndlite.tensor(a, requires_grad=True) for a in case.inputs]
     ts = [torch.tensor(a, requires_grad=True) for a in case.inputs]
     out, ref = fn(*xs, **case.params), fn_torch(*ts, **params)
@@ -329,8 +329,7 @@ def _torch_pair(name, fn_torch, case, params):
 def test_against_torch(name, data):
     torch = pytest.importorskip("torch")
     case = data.draw(strategy(OPS[name].spec, "float64"))
-    params = {k: v for k, v in case.params.items() if k != "dims"}
-    _torch_pair(name, getattr(torch.nn.functional, name), case, params)
+    _torch_pair(name, getattr(torch.nn.functional, name), case, case.params)
 
 
 @pytest.mark.parametrize("mode", ["zeros", "reflect", "replicate", "circular"])
