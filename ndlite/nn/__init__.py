@@ -15,9 +15,20 @@ from .containers_more import (
     SiLU,
     Softplus,
 )
-from .layers import AdaptiveAvgPool2d, AvgPool2d, Conv2d, Dropout, Flatten, Linear, MaxPool2d
-from .loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
 from .gpt import GPT
+from .layers import AdaptiveAvgPool2d, AvgPool2d, Conv2d, Dropout, Flatten, Linear, MaxPool2d
+from .layers_more import Conv1d, ConvTranspose1d, ConvTranspose2d, GroupNorm, RMSNorm
+from .loss import (
+    BCELoss,
+    BCEWithLogitsLoss,
+    CrossEntropyLoss,
+    HuberLoss,
+    KLDivLoss,
+    L1Loss,
+    MSELoss,
+    NLLLoss,
+    SmoothL1Loss,
+)
 from .module import Module, Parameter
 from .normalization import BatchNorm1d, BatchNorm2d
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
@@ -37,7 +48,8 @@ __all__ = ["AdaptiveAvgPool2d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "Ba
            "NLLLoss", "Parameter", "ReLU", "Sequential", "Sigmoid", "Softmax", "Tanh",
            "functional", "init", "models", "utils", "ELU", "Hardtanh", "Identity", "LogSigmoid",
            "ModuleDict", "ParameterDict", "ParameterList", "SiLU", "Softplus", "Embedding",
-           "LayerNorm", "GPT"]
-__all__ += ["GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "RNNBase", "RNNCell", "RNNCellBase"]
-__all__ += ["MultiheadAttention", "Transformer", "TransformerDecoder", "TransformerDecoderLayer",
-            "TransformerEncoder", "TransformerEncoderLayer"]
+           "LayerNorm", "Conv1d", "ConvTranspose1d", "ConvTranspose2d", "GroupNorm", "RMSNorm",
+           "HuberLoss", "KLDivLoss", "SmoothL1Loss", "GPT", "GRU", "GRUCell", "LSTM", "LSTMCell",
+           "RNN", "RNNBase", "RNNCell", "RNNCellBase", "MultiheadAttention", "Transformer",
+           "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder",
+           "TransformerEncoderLayer"]

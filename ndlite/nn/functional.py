@@ -6,6 +6,7 @@ backend and differentiates twice.
 
 from ..ops.activation import dropout, gelu, leaky_relu, log_softmax, softmax
 from ..ops.conv import conv2d
+from ..ops.conv_more import conv1d, conv_transpose1d, conv_transpose2d
 from ..ops.linalg import linear
 from ..ops.loss import (
     binary_cross_entropy,
@@ -19,6 +20,7 @@ from ..ops.losses_more import cosine_similarity, huber_loss, kl_div, smooth_l1_l
 from ..ops.math import elu, hardtanh, logsigmoid, silu, softplus
 from ..ops.movement import flatten
 from ..ops.normalization import batch_norm
+from ..ops.norms import group_norm, rms_norm
 from ..ops.pool import adaptive_avg_pool2d, avg_pool2d, max_pool2d
 from ..ops.resample import fold, interpolate, normalize, pad, unfold
 from ..ops.selection import one_hot
@@ -33,5 +35,5 @@ __all__ = ["adaptive_avg_pool2d", "avg_pool2d", "batch_norm", "binary_cross_entr
            "logsigmoid", "silu", "softplus", "one_hot",
            "interpolate", "normalize", "embedding", "layer_norm",
            "scaled_dot_product_attention", "fold", "unfold", "cosine_similarity", "huber_loss",
-           "kl_div", "smooth_l1_loss"]
-__all__ += ["multi_head_attention_forward"]
+           "kl_div", "smooth_l1_loss", "conv1d", "conv_transpose1d", "conv_transpose2d",
+           "group_norm", "rms_norm", "multi_head_attention_forward"]

@@ -77,3 +77,51 @@ class BCEWithLogitsLoss(_WeightedLoss):
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.binary_cross_entropy_with_logits(input, target, self.weight, self.reduction,
                                                   self.pos_weight)
+
+
+class SmoothL1Loss(_Loss):
+    """`functional.smooth_l1_loss` as a module: quadratic below beta, linear above.
+
+    >>> import ndlite
+    >>> ndlite.nn.SmoothL1Loss()(ndlite.tensor([0.5, 3.0]), ndlite.zeros(2)).item()
+    1.3125
+    """
+
+    def __init__(self, size_average=None, reduce=None, reduction: str = "mean",
+                 beta: float = 1.0):
+        super().__init__(reduction)
+        if beta < 0:
+            raise ValueError(f"SmoothL1Loss: beta must be non-negative, got {beta}")
+        self.beta = beta
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
+
+
+class HuberLoss(_Loss):
+    """`functional.huber_loss` as a module: 0.5 d^2 below delta, delta (|d| - 0.5 delta)
+    above."""
+
+    def __init__(self, reduction: str = "mean", delta: float = 1.0):
+        super().__init__(reduction)
+        if delta <= 0:
+            raise ValueError(f"HuberLoss: delta must be positive, got {delta}")
+        self.delta = delta
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.huber_loss(input, target, reduction=self.reduction, delta=self.delta)
+
+
+class KLDivLoss(_Loss):
+    """`functional.kl_div` as a module, input log-probabilities; reduction also
+    'batchmean' (the sum over the batch size, the true KL divergence)."""
+
+    def __init__(self, size_average=None, reduce=None, reduction: str = "mean",
+                 log_target: bool = False):
+        Module.__init__(self)
+        if reduction != "batchmean":
+            _reduction(reduction, "KLDivLoss")
+        self.reduction, self.log_target = reduction, log_target
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)

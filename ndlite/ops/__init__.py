@@ -6,7 +6,7 @@ registry, samples -> cast -> dispatch (the apply path) -> calls -> elementwise (
 -> unary -> binary -> movement -> join -> gather -> views -> inplace -> indexing -> reduce
 -> linalg -> activation -> conv -> pool -> loss -> normalization, then the families added for
 PyTorch programs (issue 13): math -> rounding -> sorting -> selection -> einsum -> resample
--> transformer -> losses_more.
+-> transformer -> losses_more -> conv_more -> norms.
 Backward formulas use Tensor methods and operators, which are bound once every op is loaded
 (ndlite/methods.py).
 """
@@ -41,6 +41,8 @@ from . import (  # noqa: I001 - the order above
     transformer,
     losses_more,
     recurrent,
+    conv_more,
+    norms,
 )
 from .registry import (
     EXACT,
@@ -61,5 +63,4 @@ __all__ = ["OPS", "Op", "Spec", "register", "declare", "define", "implements", "
            "unary", "binary", "movement", "join", "gather", "views", "inplace", "indexing",
            "reduce", "linalg", "activation", "conv", "pool", "loss", "normalization", "math",
            "rounding", "sorting", "selection", "einsum", "resample", "transformer",
-           "losses_more"]
-__all__ += ["recurrent"]
+           "losses_more", "conv_more", "norms", "recurrent"]

@@ -7,7 +7,13 @@ their backend right, with `ndlite conformance --backend NAME` or
 install of ndlite; the pytest suite also needs pytest.
 """
 
-from . import samplers_index, samplers_more, samplers_nn, samplers_rnn  # noqa: F401 - they register samplers
+from . import (  # noqa: F401 - they register samplers
+    samplers_convseq,
+    samplers_index,
+    samplers_more,
+    samplers_nn,
+    samplers_rnn,
+)
 from .compare import REFERENCE, ConformanceError, Outcome, check, compare
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from .kinks import MARGIN
