@@ -21,8 +21,9 @@ timeline; a launch-bound side measures the host's pace), wall time after synchro
 ndlite's opencl backend and in --cpu mode. PyTorch runs with TF32 off (as ndlite) and its
 defaults otherwise: cudnn.benchmark stays False, attention is F.scaled_dot_product_attention.
 
---cpu: ndlite's numpy backend against torch on the CPU, at --batch-scale times the batches, to
-test this script without a GPU; it writes only to --out (required), never to bench/results.
+--cpu: ndlite's numpy backend (or --backends) against torch on the CPU, at --batch-scale times
+the batches, to test this script without a GPU; it writes only to --out (required), never to
+bench/results.
 A run missing a backend or PyTorch goes to <out>.partial.json, saying why (bench/common.py).
 """
 
@@ -168,8 +169,8 @@ def loss_and_grads(side: Side, x, y) -> tuple[float, list[np.ndarray]]:
     loss = side.loss(side.to(x), side.to(y))
     loss.backward()
     side.model.train(train)
-    grads = [p.grad.detach().cpu().numpy() if side.is_torch else p.grad.numpy()
-             for p in side.model.parameters()]
+    grads = [np.array(p.grad.detach().cpu().numpy() if side.is_torch else p.grad.numpy(),
+                      copy=True) for p in side.model.parameters()]
     value = float(loss.item())
     side.opt.zero_grad()
     return value, grads
@@ -357,8 +358,9 @@ def machine(backends, torch) -> dict:
 def parse(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workloads", nargs="+", choices=WORKLOADS, default=list(WORKLOADS))
-    parser.add_argument("--backends", nargs="+", choices=["cupy", "opencl"],
-                        default=["cupy", "opencl"])
+    parser.add_argument("--backends", nargs="+", choices=["cupy", "opencl", "numpy"],
+                        default=None, help="ndlite's backends (default cupy opencl; numpy "
+                                           "with --cpu)")
     parser.add_argument("--steps", type=int, default=20, help="timed steps per block")
     parser.add_argument("--warmup", type=int, default=10, help="untimed steps before timing")
     parser.add_argument("--rounds", type=int, default=None,
@@ -375,6 +377,7 @@ def parse(argv=None):
     if args.cpu and not args.out:
         parser.error("--cpu needs --out: a test run never writes to bench/results")
     args.rounds = args.rounds or (2 if args.cpu else 5)
+    args.backends = args.backends or (["numpy"] if args.cpu else ["cupy", "opencl"])
     return args
 
 
@@ -383,13 +386,17 @@ def main(argv=None) -> int:
     torch, why = load_torch(args.cpu)
     missing = {} if torch is not None else {"torch": why}
     backends = []
-    for name in ["numpy"] if args.cpu else args.backends:
+    for name in args.backends:
         backend, reason = probe(name)
         if backend is None:
             missing[f"backend {name}"] = reason
             print(f"skipping backend {name}: {reason}", flush=True)
         else:
             backends.append(backend)
+    where = "torch on the CPU" if args.cpu else "torch on CUDA (TF32 off, cudnn.benchmark False)"
+    print(f"ndlite on {', '.join(b.name for b in backends) or 'no backend'} against {where}; "
+          f"{args.rounds} alternating blocks of {args.steps} steps (seed_cnn: of an epoch) "
+          f"after {args.warmup} warm-up steps, batch scale {args.batch_scale}", flush=True)
     rows = []
     for workload in args.workloads:
         for backend in backends:
