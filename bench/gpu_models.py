@@ -41,7 +41,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import save, torch_seed_cnn  # noqa: E402  (common puts ndlite on sys.path)
-from models_torch import TorchGPT, copy_weights, resnet18_cifar  # noqa: E402
+from models_torch import TorchGPT, copy_weights, resnet18_cifar, same_model  # noqa: E402
 
 import ndlite  # noqa: E402
 from ndlite.benchmark import machine_info  # noqa: E402
@@ -156,63 +156,6 @@ class Side:
         if self.is_torch:
             return "cpu" if self.where == "cpu" else self.fw.cuda.get_device_name()
         return self.where.device_name()
-
-
-# ---- the same model on both sides ------------------------------------------------------------
-
-
-def loss_and_grads(side: Side, x, y) -> tuple[float, list[np.ndarray]]:
-    train = side.model.training
-    if side.workload == "char_gpt":
-        side.model.eval()  # dropout off: both sides then compute one deterministic function
-    side.opt.zero_grad()
-    loss = side.loss(side.to(x), side.to(y))
-    loss.backward()
-    side.model.train(train)
-    grads = [np.array(p.grad.detach().cpu().numpy() if side.is_torch else p.grad.numpy(),
-                      copy=True) for p in side.model.parameters()]
-    value = float(loss.item())
-    side.opt.zero_grad()
-    return value, grads
-
-
-def compare(ours: Side, theirs: Side, dtype) -> dict:
-    """Loss and gradients of both sides on the first batch in `dtype` (the models cast there
-    and back: float32 -> float64 -> float32 is exact, and no optimizer has state yet)."""
-    x, y = ours.host_batches[0]
-    if x.dtype.kind == "f":
-        x = x.astype(dtype)
-    for side in (ours, theirs):
-        side.model.double() if dtype == np.float64 else side.model.float()
-    try:
-        loss_n, grads_n = loss_and_grads(ours, x, y)
-        loss_t, grads_t = loss_and_grads(theirs, x, y)
-    finally:
-        for side in (ours, theirs):
-            side.model.float()
-    rel = max(float(np.max(np.abs(a - b)) / (np.max(np.abs(b)) + 1e-30))
-              for a, b in zip(grads_n, grads_t, strict=True))
-    return {"loss_ndlite": loss_n, "loss_torch": loss_t, "max_abs_loss_diff": abs(loss_n - loss_t),
-            "max_grad_rel_diff": rel, "tensors": len(grads_n)}
-
-
-def same_model(ours: Side, theirs: Side) -> dict:
-    """Whether both sides compute the same function from the same weights: loss and gradients
-    (relative to each tensor's largest) on the first batch, in train mode (BatchNorm on batch
-    statistics; the GPT with dropout off). Decided in float64, where rounding cannot hide a
-    difference of model (tolerance 1e-9 on the loss, 1e-7 on gradients); the float32 figures
-    are kept too (BatchNorm's gradients cancel: float32 can differ by 1e-2 relative there).
-    A backend without float64 is judged in float32 (1e-3 on the loss, 5e-2 on gradients)."""
-    out = {"float32": compare(ours, theirs, np.float32)}
-    try:
-        out["float64"] = compare(ours, theirs, np.float64)
-        judged, loss_tol, grad_tol = out["float64"], 1e-9, 1e-7
-    except Exception as exc:  # noqa: BLE001 - a backend without float64: judge float32
-        out["float64"] = f"failed: {type(exc).__name__}: {exc}"
-        judged, loss_tol, grad_tol = out["float32"], 1e-3, 5e-2
-    out["same"] = (judged["max_abs_loss_diff"] <= loss_tol * max(1.0, abs(judged["loss_torch"]))
-                   and judged["max_grad_rel_diff"] <= grad_tol)
-    return out
 
 
 # ---- data --------------------------------------------------------------------------------------

@@ -4,7 +4,9 @@ same structure and the same parameter names and shapes (their state dicts load i
 - `resnet18_cifar(nn)`: ResNet-18 for 32x32 inputs, written once against either framework's
   `nn` module (ndlite.nn or torch.nn) from layers both have;
 - `TorchGPT`: a PyTorch mirror of `ndlite.nn.GPT` (ndlite/nn/gpt.py), module for module;
-- `copy_weights(src, dst)`: an ndlite model's parameters and buffers into its torch twin.
+- `copy_weights(src, dst)`: an ndlite model's parameters and buffers into its torch twin;
+- `same_model(ours, theirs)`: whether two sides of a row (gpu_models.Side) compute the same
+  function: loss and gradients on one batch, in float32 and float64.
 
 Importing this module imports neither framework; the torch classes are made on first use.
 """
@@ -139,3 +141,57 @@ def copy_weights(src, dst) -> None:
                              f"{tuple(own[name].shape)} in torch")
     dst.load_state_dict({name: torch.from_numpy(value).to(own[name].dtype)
                          for name, value in values.items()})
+
+
+def loss_and_grads(side, x, y) -> tuple[float, list[np.ndarray]]:
+    train = side.model.training
+    if side.workload == "char_gpt":
+        side.model.eval()  # dropout off: both sides then compute one deterministic function
+    side.opt.zero_grad()
+    loss = side.loss(side.to(x), side.to(y))
+    loss.backward()
+    side.model.train(train)
+    grads = [np.array(p.grad.detach().cpu().numpy() if side.is_torch else p.grad.numpy(),
+                      copy=True) for p in side.model.parameters()]
+    value = float(loss.item())
+    side.opt.zero_grad()
+    return value, grads
+
+
+def compare(ours, theirs, dtype) -> dict:
+    """Loss and gradients of both sides on the first batch in `dtype` (the models cast there
+    and back: float32 -> float64 -> float32 is exact, and no optimizer has state yet)."""
+    x, y = ours.host_batches[0]
+    if x.dtype.kind == "f":
+        x = x.astype(dtype)
+    for side in (ours, theirs):
+        side.model.double() if dtype == np.float64 else side.model.float()
+    try:
+        loss_n, grads_n = loss_and_grads(ours, x, y)
+        loss_t, grads_t = loss_and_grads(theirs, x, y)
+    finally:
+        for side in (ours, theirs):
+            side.model.float()
+    rel = max(float(np.max(np.abs(a - b)) / (np.max(np.abs(b)) + 1e-30))
+              for a, b in zip(grads_n, grads_t, strict=True))
+    return {"loss_ndlite": loss_n, "loss_torch": loss_t, "max_abs_loss_diff": abs(loss_n - loss_t),
+            "max_grad_rel_diff": rel, "tensors": len(grads_n)}
+
+
+def same_model(ours, theirs) -> dict:
+    """Whether both sides compute the same function from the same weights: loss and gradients
+    (relative to each tensor's largest) on the first batch, in train mode (BatchNorm on batch
+    statistics; the GPT with dropout off). Decided in float64, where rounding cannot hide a
+    difference of model (tolerance 1e-9 on the loss, 1e-7 on gradients); the float32 figures
+    are kept too (BatchNorm's gradients cancel: float32 can differ by 1e-2 relative there).
+    A backend without float64 is judged in float32 (1e-3 on the loss, 5e-2 on gradients)."""
+    out = {"float32": compare(ours, theirs, np.float32)}
+    try:
+        out["float64"] = compare(ours, theirs, np.float64)
+        judged, loss_tol, grad_tol = out["float64"], 1e-9, 1e-7
+    except Exception as exc:  # noqa: BLE001 - a backend without float64: judge float32
+        out["float64"] = f"failed: {type(exc).__name__}: {exc}"
+        judged, loss_tol, grad_tol = out["float32"], 1e-3, 5e-2
+    out["same"] = (judged["max_abs_loss_diff"] <= loss_tol * max(1.0, abs(judged["loss_torch"]))
+                   and judged["max_grad_rel_diff"] <= grad_tol)
+    return out
