@@ -1,6 +1,8 @@
 """Fallbacks of the transformer fast paths of the contract (protocol.py, FAST_PATHS), composed
-from the primitives: they are the specification a backend's kernels must meet (within the
-tolerance policy; embedding_grad's sums in the order given here, ascending position).
+from the primitives: they are the specification a backend's kernels must meet, within the
+tolerance policy. An override may sum in another order (embedding_grad in chunks of a row's
+positions, layer_norm in a tree), but one fixed by the input alone: no atomics, the same bits
+run to run.
 
 Conventions: everything is float; a "row" is the last dim. Each function takes the backend
 `b` first and returns new buffers.
