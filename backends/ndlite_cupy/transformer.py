@@ -69,15 +69,19 @@ def _scalar(dtype, value: float):
 def segments(index, n: int, num_rows: int):
     """(order, bounds, row_bounds) for n positions' rows `index`: `order` the positions sorted
     by (row, position); chunk c covers order[bounds[c]:bounds[c + 1]] (one row's, at most
-    CHUNK long); row r's chunks are row_bounds[r]:row_bounds[r + 1]. All int64."""
+    CHUNK long); row r's chunks are row_bounds[r]:row_bounds[r + 1]. All int64, of sizes fixed
+    by n and num_rows (chunks past the last are empty): no host sync, recordable in a graph."""
     positions = cupy.arange(n, dtype=np.int64)
     keys = cupy.sort(cupy.ascontiguousarray(index, dtype=np.int64).ravel() * n + positions)
     rows = keys // n
     order = keys - rows * n
     first = cupy.searchsorted(rows, rows, side="left")  # where each position's run starts
-    starts = cupy.flatnonzero((positions - first) % CHUNK == 0)
-    bounds = cupy.concatenate((starts, cupy.full((1,), n, dtype=np.int64)))
-    row_bounds = cupy.searchsorted(rows[starts], cupy.arange(num_rows + 1, dtype=np.int64))
+    chunk = cupy.cumsum((positions - first) % CHUNK == 0, dtype=np.int64) - 1  # nondecreasing
+    most = n // CHUNK + min(n, num_rows) + 1  # each row's run adds at most one partial chunk
+    bounds = cupy.searchsorted(chunk, cupy.arange(most + 1, dtype=np.int64), side="left")
+    # row r's first chunk: that of its first position (or one past the last chunk)
+    at = cupy.searchsorted(rows, cupy.arange(num_rows + 1, dtype=np.int64), side="left")
+    row_bounds = cupy.concatenate((chunk, chunk[-1:] + 1))[at]
     return order, bounds.astype(np.int64), row_bounds.astype(np.int64)
 
 
