@@ -157,13 +157,17 @@ def _segment_case(index: Tensor, values: Tensor, dim: int, size: int) -> Tensor:
     return embedding_grad(_table(values, dim), column, size)
 
 
+def _rows_case(x: Tensor, dim: int, index: Tensor) -> Tensor:
+    """A TAKE sample as rows of a 2-D table."""
+    return index_select(_table(x, dim), 0, index)
+
+
 @register
 class SelectRows(Op):
     """x[index] for a 2-D x and a 1-D int64 index (checked)."""
 
     name = "select_rows"
-    spec = Spec(samples.TAKE, tol=EXACT, call=lambda x, dim, index: index_select(
-        _table(x, dim), 0, index))
+    spec = Spec(samples.TAKE, tol=EXACT, call=_rows_case)
     save_inputs = (1,)
 
     @staticmethod

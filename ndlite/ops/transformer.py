@@ -104,6 +104,17 @@ def _flat(t: Tensor | None, d: int):
     return None if t is None else t._backend.reshape(t._data, (d,))
 
 
+def _layer_norm_case(x: Tensor) -> Tensor:
+    """The UNARY sample x as layer_norm over its last dim, with a weight and bias drawn from
+    x's own rows (so their gradients are checked too)."""
+    if not x.ndim or x.shape[-1] < 2:
+        return x * 1
+    if x.numel() == 0:
+        return layer_norm(x, x.shape[-1:])
+    rows = reshape(x, (-1, x.shape[-1]))
+    return layer_norm(x, x.shape[-1:], rows[0] * 0.5 + 1.0, rows[-1] * 0.25)
+
+
 @register
 class LayerNorm(Op):
     """layer_norm on the backend's fast path: forward and (first-order) backward one fused
@@ -111,7 +122,7 @@ class LayerNorm(Op):
     written in differentiable ops instead, so higher-order gradients are right."""
 
     name = "layer_norm"
-    spec = Spec(UNARY, call=lambda x: _layer_norm_case(x), second_order=True)
+    spec = Spec(UNARY, call=_layer_norm_case, second_order=True)
     save_inputs = True
 
     @staticmethod
@@ -156,17 +167,6 @@ def _layer_norm_backward(grad, x, weight, p):
     return tuple(grads)
 
 
-def _layer_norm_case(x: Tensor) -> Tensor:
-    """The UNARY sample x as layer_norm over its last dim, with a weight and bias drawn from
-    x's own rows (so their gradients are checked too)."""
-    if not x.ndim or x.shape[-1] < 2:
-        return x * 1
-    if x.numel() == 0:
-        return layer_norm(x, x.shape[-1:])
-    rows = reshape(x, (-1, x.shape[-1]))
-    return layer_norm(x, x.shape[-1:], rows[0] * 0.5 + 1.0, rows[-1] * 0.25)
-
-
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask=None,
                                  dropout_p: float = 0.0, is_causal: bool = False,
                                  scale: float | None = None, enable_gqa: bool = False):
@@ -199,6 +199,11 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     return matmul(weights, value)
 
 
+def _causal_case(x: Tensor) -> Tensor:
+    """The UNARY sample x as scores (..., L, S), scaled by 0.75."""
+    return causal_softmax(_qkv(x), 0.75)
+
+
 @register
 class CausalSoftmax(Op):
     """softmax(x * scale) over the last dim with the entries j > i masked (-inf, so 0): one
@@ -206,8 +211,7 @@ class CausalSoftmax(Op):
     being built (create_graph)."""
 
     name = "causal_softmax"
-    spec = Spec(UNARY, tol=TRANSCENDENTAL, second_order=True,
-                call=lambda x: causal_softmax(_qkv(x), 0.75))
+    spec = Spec(UNARY, tol=TRANSCENDENTAL, second_order=True, call=_causal_case)
     save_output = True
 
     @staticmethod

@@ -282,3 +282,37 @@ def test_opencl_row_kernels_with_real_work_groups(backend, monkeypatch, group):
         close(host(b, out), want, dtype, 74, "causal_softmax")
         close(host(b, b.causal_softmax_grad(dev(b, gs), out, 0.5)), want_grad, dtype, 78,
               "causal_softmax_grad")
+
+
+# ---- PyTorch ----------------------------------------------------------------------------------
+
+
+def test_the_ops_match_pytorch_to_second_order():
+    torch = pytest.importorskip("torch")
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    r = np.random.default_rng(11)
+    tokens = r.integers(0, 4, (3, 50))
+    arrays = [r.standard_normal(s) for s in ((4, 6), (6,), (6,))]
+    x = r.standard_normal((3, 50, 6))
+
+    def ours(w, gamma, beta, h):
+        e = F.embedding(ndlite.tensor(tokens), w) + h
+        y = F.layer_norm(e, (6,), gamma, beta).reshape(3, 2, 50, 3)
+        return F.scaled_dot_product_attention(y, y * 0.5, y, is_causal=True)
+
+    def theirs(w, gamma, beta, h):
+        e = torch.nn.functional.embedding(torch.tensor(tokens), w) + h
+        y = torch.nn.functional.layer_norm(e, (6,), gamma, beta).reshape(3, 2, 50, 3)
+        return torch.nn.functional.scaled_dot_product_attention(y, y * 0.5, y, is_causal=True)
+
+    results = []
+    for lib, fn, make in ((ndlite, ours, lambda a: ndlite.tensor(a, requires_grad=True)),
+                          (torch, theirs, lambda a: torch.tensor(a, requires_grad=True))):
+        ts = [make(a) for a in (*arrays, x)]
+        with sdpa_kernel(SDPBackend.MATH):  # torch's fused kernels have no double backward
+            out = fn(*ts)
+            first = lib.autograd.grad((out ** 2).sum(), ts, create_graph=True)
+            second = lib.autograd.grad(sum((g ** 2).sum() for g in first), ts)
+        results.append([t.detach().numpy() for t in (out, *first, *second)])
+    for got, want in zip(*results, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-10)
