@@ -137,8 +137,14 @@ def index_select(x: Tensor, dim: int, index) -> Tensor:
                              x._backend)
     if x.ndim == 2 and index.ndim == 1 and _dim(dim, 2, "index_select") == 0:
         _check_index(index, x.shape[0], "index_select", x.shape)
-        return nary(SelectRows, [x, index.to(int64)])
+        return select_rows(x, index)
     return take(x, index, dim)
+
+
+def select_rows(x: Tensor, index: Tensor) -> Tensor:
+    """x[index] for a 2-D x and a 1-D integer index the caller has checked to be in range
+    (embedding checks its indices once, on the host, for its own message)."""
+    return nary(SelectRows, [x, index.to(int64)])
 
 
 # ---- rows of a table and their gradient -------------------------------------------------------

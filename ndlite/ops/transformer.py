@@ -15,7 +15,7 @@ from ..tensor import Tensor
 from .activation import dropout, softmax
 from .dispatch import apply, unary
 from .elementwise import where
-from .gather import index_select
+from .gather import select_rows
 from .linalg import matmul
 from .movement import reshape
 from .reduce import mean
@@ -49,7 +49,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
     if host.size and (host.min() < 0 or host.max() >= n):
         raise IndexError(f"embedding: index out of range: values from {host.min()} to "
                          f"{host.max()} for {n} embeddings (indices of shape {input.shape})")
-    rows = index_select(weight, 0, flat)
+    rows = select_rows(weight, flat)
     if padding_idx is not None:
         rows = where(reshape(flat == padding_idx % n, (-1, 1)), 0.0, rows)
     return reshape(rows, input.shape + (weight.shape[1],))
