@@ -111,6 +111,13 @@ def test_embedding_backward_with_repeated_tokens(backend):
     same_bits(w.grad.numpy(), first, "embedding backward run to run")
 
 
+def test_embedding_checks_its_indices(backend):
+    w = ndlite.tensor(np.zeros((3, 2), np.float32), backend=backend, requires_grad=True)
+    for bad in ([[0, 3]], [-1]):
+        with pytest.raises(IndexError, match="embedding: index out of range"):
+            F.embedding(ndlite.tensor(bad, backend=backend), w)
+
+
 # ---- layer_norm -------------------------------------------------------------------------------
 
 NORM_SHAPES = [(7, 33), (1, 1), (1, 385), (64, 384), (300, 5), (0, 5)]
