@@ -6,11 +6,11 @@ ndlite/device/transformer_fallbacks.py), on the kernels in kernels/transformer.c
   chunks of at most CHUNK positions; one kernel sums every chunk (thread per (chunk, column)),
   a second every row's chunks in order (thread per (row, column)). No atomics, no thread
   walking a long run: thousands of positions sharing a token run as hundreds of chunks.
-- layer_norm: one kernel forward (a block per row: mean, variance, y; mean and rstd kept);
+- layer_norm: one kernel forward (a warp per row: mean, variance, y; mean and rstd kept);
   backward one kernel for grad_x and two for the weight and bias column sums (per block of
   rows, then the blocks in order).
-- causal_softmax: one kernel each way, a block per row of scores (for attention's rows of a
-  few hundred keys, 64 threads: a couple of warps).
+- causal_softmax: one kernel each way, a warp per row of scores.
+The row kernels run blocks of ROWS warps, one row each, reducing with warp shuffles.
 Empty tensors and non-float dtypes take the fallbacks. Every function takes the backend `b`
 first.
 """
@@ -30,10 +30,8 @@ from .nn import FLOATS, _covered, _index
 
 #: the most positions one thread of ndl_segment_chunks adds up
 CHUNK = 32
-#: a block per row: at most this many blocks, striding over the rest
-ROW_BLOCKS = 65536
-#: NDL_TF_THREADS of transformer.cu: the most threads a row's block may have
-ROW_THREADS = 256
+#: a warp per row, ROWS warps per block; at most ROW_BLOCKS blocks, striding over the rest
+ROWS, ROW_BLOCKS = 4, 65536
 #: the fewest rows of one partial column sum of layer_norm's weight and bias gradients, and
 #: the most partial sums per column
 COLUMN_ROWS, COLUMN_BLOCKS = 64, 1024
@@ -51,12 +49,9 @@ def _kernel(name: str, dtype, index: str):
     return _raw().get(name, FLOATS[dtype], index)
 
 
-def _threads(length: int) -> int:
-    """Threads of a row's block: a power of two near a quarter of the row, 32 to 256."""
-    t = 32
-    while t < ROW_THREADS and 4 * t < length:
-        t *= 2
-    return t
+def _rows(function, rows: int, args: tuple) -> None:
+    """Launch a row kernel: a warp per row, ROWS rows per block."""
+    function((min(-(-rows // ROWS), ROW_BLOCKS),), (32, ROWS), args)
 
 
 def _scalar(dtype, value: float):
@@ -118,10 +113,9 @@ def layer_norm(b, x, weight, bias, eps):
     mean = cupy.empty((rows,), dtype=x.dtype)
     rstd = cupy.empty((rows,), dtype=x.dtype)
     name, cast = _index(x.size)
-    _kernel("ndl_layer_norm", x.dtype, name)(
-        (min(rows, ROW_BLOCKS),), (_threads(d),),
-        (x, _dense(weight), _dense(bias), y, mean, rstd, cast(rows), cast(d),
-         _scalar(x.dtype, eps)))
+    _rows(_kernel("ndl_layer_norm", x.dtype, name), rows,
+          (x, _dense(weight), _dense(bias), y, mean, rstd, cast(rows), cast(d),
+           _scalar(x.dtype, eps)))
     return y, mean, rstd
 
 
@@ -133,9 +127,8 @@ def layer_norm_grad(b, grad, x, weight, mean, rstd, bias):
     mean, rstd, weight = _dense(mean), _dense(rstd), _dense(weight)
     grad_x = cupy.empty(x.shape, dtype=x.dtype)
     name, cast = _index(x.size)
-    _kernel("ndl_layer_norm_grad", x.dtype, name)(
-        (min(rows, ROW_BLOCKS),), (_threads(d),),
-        (grad, x, weight, mean, rstd, grad_x, cast(rows), cast(d)))
+    _rows(_kernel("ndl_layer_norm_grad", x.dtype, name), rows,
+          (grad, x, weight, mean, rstd, grad_x, cast(rows), cast(d)))
     if weight is None and not bias:
         return grad_x, None, None
     per = max(COLUMN_ROWS, -(-rows // COLUMN_BLOCKS))
@@ -168,9 +161,8 @@ def causal_softmax(b, x, scale):
     rows = x.size // source
     out = cupy.empty(x.shape, dtype=x.dtype)
     name, cast = _index(x.size)
-    _kernel("ndl_causal_softmax", x.dtype, name)(
-        (min(rows, ROW_BLOCKS),), (_threads(source),),
-        (x, out, cast(rows), cast(length), cast(source), _scalar(x.dtype, scale)))
+    _rows(_kernel("ndl_causal_softmax", x.dtype, name), rows,
+          (x, out, cast(rows), cast(length), cast(source), _scalar(x.dtype, scale)))
     return out
 
 
@@ -182,8 +174,7 @@ def causal_softmax_grad(b, grad, out, scale):
     rows = out.size // source
     grad_x = cupy.empty(out.shape, dtype=out.dtype)
     name, cast = _index(out.size)
-    _kernel("ndl_causal_softmax_grad", out.dtype, name)(
-        (min(rows, ROW_BLOCKS),), (_threads(source),),
-        (grad, out, grad_x, cast(rows), cast(length), cast(source),
-         _scalar(out.dtype, scale)))
+    _rows(_kernel("ndl_causal_softmax_grad", out.dtype, name), rows,
+          (grad, out, grad_x, cast(rows), cast(length), cast(source),
+           _scalar(out.dtype, scale)))
     return grad_x

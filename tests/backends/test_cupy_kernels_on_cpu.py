@@ -6,8 +6,8 @@ every kernel argument is checked against the C signature as CuPy would pack it. 
 compared with the reference fallbacks: convolution over random geometries (strides, padding,
 dilation, groups), pooling bitwise, log_softmax, nll_loss, the optimizer steps bitwise, and the
 transformer fast paths (embedding_grad's segment sums, layer_norm, causal softmax). The
-block-per-row kernels of transformer.cu run here with one thread per block, so their shared
-memory trees are trivial: their multi-thread reductions are checked on a GPU only
+warp-per-row kernels of transformer.cu run here with one lane per warp, so their shuffle
+butterflies are trivial: their multi-lane reductions are checked on a GPU only
 (tests/backends/test_transformer_fast_paths.py).
 
 So CI, which has no GPU, still checks the kernels' index arithmetic and launch arguments. Needs
@@ -41,6 +41,9 @@ static ndl_dim3 blockIdx = {0, 0, 0}, threadIdx = {0, 0, 0}, blockDim = {1, 1, 1
 #define __host__
 #define __device__
 inline void __syncthreads() {}
+// a warp of one lane: a shuffle reads the caller's own value
+template <typename T> inline T __shfl_xor_sync(unsigned, T v, int) { return v; }
+template <typename T> inline T __shfl_sync(unsigned, T v, int) { return v; }
 """
 INDEXED = ["ndl_im2col", "ndl_col2im", "ndl_swap01", "ndl_max_pool", "ndl_max_pool_grad",
            "ndl_avg_pool", "ndl_avg_pool_grad", "ndl_log_softmax", "ndl_nll_loss_grad",

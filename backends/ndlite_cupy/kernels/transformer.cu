@@ -10,45 +10,39 @@
 //                       (one thread per (row, column); 0 for a row no index names).
 // Many positions sharing a few rows run as many chunks in parallel, never one long loop.
 //
-// layer_norm and causal_softmax: one block per row (a grid-stride loop over rows), its
-// threads striding over the row, reductions as a fixed tree in shared memory. blockDim.x is a
-// power of two up to NDL_TF_THREADS. (On the CPU emulation blockDim is 1: the trees vanish.)
+// layer_norm and causal_softmax: one warp per row (a grid-stride loop over rows), its lanes
+// striding over the row, reductions as a fixed butterfly of shuffles: no shared memory, no
+// block barrier.
 // Column sums of layer_norm's weight and bias gradients: per block of rows a partial sum in
 // ascending row order (ndl_layer_norm_columns), then the partials in ascending block order
 // (ndl_column_total), both grid-stride.
 
-#define NDL_TF_THREADS 256
+// A warp's sum or max of one value per lane: an xor butterfly (lanes l and l ^ o add the same
+// two values, so every lane ends with the same bits), then lane 0's result for all. The row
+// kernels run blocks of (32, NDL_TF_ROWS) threads: threadIdx.y picks the row, the 32 lanes
+// of a warp share it. (On the CPU emulation blockDim is (1, 1): the butterflies vanish.)
+#define NDL_TF_FULL 0xffffffffu
 
 template <typename T>
-__device__ inline T ndl_tf_block_sum(T v, T* scratch) {
-  const unsigned t = threadIdx.x;
-  scratch[t] = v;
-  __syncthreads();
-  for (unsigned w = blockDim.x / 2; w > 0; w >>= 1) {
-    if (t < w) scratch[t] = scratch[t] + scratch[t + w];
-    __syncthreads();
-  }
-  const T total = scratch[0];
-  __syncthreads();
-  return total;
+__device__ inline T ndl_tf_warp_sum(T v) {
+  for (int o = blockDim.x / 2; o > 0; o >>= 1) v += __shfl_xor_sync(NDL_TF_FULL, v, o);
+  return __shfl_sync(NDL_TF_FULL, v, 0);
 }
 
 template <typename T>
 __device__ inline T ndl_tf_max(T a, T b) { return (b > a || b != b) ? b : a; }  // NaN wins
 
 template <typename T>
-__device__ inline T ndl_tf_block_max(T v, T* scratch) {
-  const unsigned t = threadIdx.x;
-  scratch[t] = v;
-  __syncthreads();
-  for (unsigned w = blockDim.x / 2; w > 0; w >>= 1) {
-    if (t < w) scratch[t] = ndl_tf_max(scratch[t], scratch[t + w]);
-    __syncthreads();
-  }
-  const T total = scratch[0];
-  __syncthreads();
-  return total;
+__device__ inline T ndl_tf_warp_max(T v) {
+  for (int o = blockDim.x / 2; o > 0; o >>= 1)
+    v = ndl_tf_max(v, __shfl_xor_sync(NDL_TF_FULL, v, o));
+  return __shfl_sync(NDL_TF_FULL, v, 0);
 }
+
+// the rows of a warp: r = its first, then strides of every warp in the grid
+#define NDL_TF_ROWS_LOOP(r, R) \
+  for (I r = static_cast<I>(blockIdx.x) * blockDim.y + threadIdx.y; r < (R); \
+       r += static_cast<I>(gridDim.x) * blockDim.y)
 
 // ---- embedding_grad --------------------------------------------------------------------------
 
@@ -87,18 +81,17 @@ __global__ void ndl_segment_rows(const T* partial, const long long* row_bounds, 
 template <typename T, typename I>
 __global__ void ndl_layer_norm(const T* x, const T* weight, const T* bias, T* y, T* mean,
                                T* rstd, I R, I D, T eps) {
-  __shared__ T scratch[NDL_TF_THREADS];
-  for (I r = blockIdx.x; r < R; r += gridDim.x) {
+  NDL_TF_ROWS_LOOP(r, R) {
     const T* row = x + r * D;
     T s = T(0);
     for (I j = threadIdx.x; j < D; j += blockDim.x) s += row[j];
-    const T mu = ndl_tf_block_sum(s, scratch) / static_cast<T>(D);
+    const T mu = ndl_tf_warp_sum(s) / static_cast<T>(D);
     T q = T(0);
     for (I j = threadIdx.x; j < D; j += blockDim.x) {
       const T c = row[j] - mu;
       q += c * c;
     }
-    const T var = ndl_tf_block_sum(q, scratch) / static_cast<T>(D);
+    const T var = ndl_tf_warp_sum(q) / static_cast<T>(D);
     const T rs = T(1) / sqrt(var + eps);
     for (I j = threadIdx.x; j < D; j += blockDim.x) {
       T v = (row[j] - mu) * rs;
@@ -117,8 +110,7 @@ __global__ void ndl_layer_norm(const T* x, const T* weight, const T* bias, T* y,
 template <typename T, typename I>
 __global__ void ndl_layer_norm_grad(const T* grad, const T* x, const T* weight, const T* mean,
                                     const T* rstd, T* grad_x, I R, I D) {
-  __shared__ T scratch[NDL_TF_THREADS];
-  for (I r = blockIdx.x; r < R; r += gridDim.x) {
+  NDL_TF_ROWS_LOOP(r, R) {
     const T mu = mean[r], rs = rstd[r];
     T s1 = T(0), s2 = T(0);
     for (I j = threadIdx.x; j < D; j += blockDim.x) {
@@ -126,8 +118,8 @@ __global__ void ndl_layer_norm_grad(const T* grad, const T* x, const T* weight, 
       s1 += gw;
       s2 += gw * ((x[r * D + j] - mu) * rs);
     }
-    const T m1 = ndl_tf_block_sum(s1, scratch) / static_cast<T>(D);
-    const T m2 = ndl_tf_block_sum(s2, scratch) / static_cast<T>(D);
+    const T m1 = ndl_tf_warp_sum(s1) / static_cast<T>(D);
+    const T m2 = ndl_tf_warp_sum(s2) / static_cast<T>(D);
     for (I j = threadIdx.x; j < D; j += blockDim.x) {
       const T gw = weight ? grad[r * D + j] * weight[j] : grad[r * D + j];
       const T xhat = (x[r * D + j] - mu) * rs;
@@ -175,17 +167,16 @@ __global__ void ndl_column_total(const T* partial, T* out, I blocks, I D) {
 // exactly 0 above the diagonal
 template <typename T, typename I>
 __global__ void ndl_causal_softmax(const T* x, T* out, I rows, I L, I S, T scale) {
-  __shared__ T scratch[NDL_TF_THREADS];
-  for (I r = blockIdx.x; r < rows; r += gridDim.x) {
+  NDL_TF_ROWS_LOOP(r, rows) {
     const I i = r % L;
     const I keep = i + 1 < S ? i + 1 : S;
     const T* row = x + r * S;
-    T m = row[0] * scale;  // key 0 is always kept: every thread starts from it (max is idempotent)
+    T m = row[0] * scale;  // key 0 is always kept: every lane starts from it
     for (I j = threadIdx.x; j < keep; j += blockDim.x) m = ndl_tf_max(m, row[j] * scale);
-    m = ndl_tf_block_max(m, scratch);
+    m = ndl_tf_warp_max(m);
     T s = T(0);
     for (I j = threadIdx.x; j < keep; j += blockDim.x) s += exp(row[j] * scale - m);
-    s = ndl_tf_block_sum(s, scratch);
+    s = ndl_tf_warp_sum(s);
     for (I j = threadIdx.x; j < S; j += blockDim.x)
       out[r * S + j] = j < keep ? exp(row[j] * scale - m) / s : T(0);
   }
@@ -195,13 +186,12 @@ __global__ void ndl_causal_softmax(const T* x, T* out, I rows, I L, I S, T scale
 template <typename T, typename I>
 __global__ void ndl_causal_softmax_grad(const T* grad, const T* out, T* grad_x, I rows, I L,
                                         I S, T scale) {
-  __shared__ T scratch[NDL_TF_THREADS];
-  for (I r = blockIdx.x; r < rows; r += gridDim.x) {
+  NDL_TF_ROWS_LOOP(r, rows) {
     const I i = r % L;
     const I keep = i + 1 < S ? i + 1 : S;
     T s = T(0);
     for (I j = threadIdx.x; j < keep; j += blockDim.x) s += grad[r * S + j] * out[r * S + j];
-    s = ndl_tf_block_sum(s, scratch);
+    s = ndl_tf_warp_sum(s);
     for (I j = threadIdx.x; j < S; j += blockDim.x)
       grad_x[r * S + j] = j < keep ? (out[r * S + j] * (grad[r * S + j] - s)) * scale : T(0);
   }
