@@ -168,9 +168,10 @@ class CupyBackend(XpBackend):
         self._kernels = k = kernels()
         for name in _KERNEL_PRIMITIVES:
             setattr(self, name, getattr(k, name))
-        from . import blas, nn, optim
+        from . import blas, nn, optim, transformer
 
         self._indexing, self._blas, self._nn, self._optim = indexing, blas, nn, optim
+        self._transformer = transformer
         if switch_device is None:
             switch_device = index != cupy.cuda.runtime.getDevice()
         self.switch_device = switch_device
@@ -337,6 +338,22 @@ class CupyBackend(XpBackend):
     def nll_loss_grad(self, grad_output, target, classes, ignore_index, reduction):
         return self._nn.nll_loss_grad(self, grad_output, target, classes, ignore_index,
                                       reduction)
+
+    # transformer fast paths (transformer.py)
+    def embedding_grad(self, grad, index, num_rows):
+        return self._transformer.embedding_grad(self, grad, index, num_rows)
+
+    def layer_norm(self, x, weight, bias, eps):
+        return self._transformer.layer_norm(self, x, weight, bias, eps)
+
+    def layer_norm_grad(self, grad, x, weight, mean, rstd, bias):
+        return self._transformer.layer_norm_grad(self, grad, x, weight, mean, rstd, bias)
+
+    def causal_softmax(self, x, scale):
+        return self._transformer.causal_softmax(self, x, scale)
+
+    def causal_softmax_grad(self, grad, out, scale):
+        return self._transformer.causal_softmax_grad(self, grad, out, scale)
 
     def sgd_step(self, param, grad, momentum_buffer, lr, momentum, dampening, nesterov,
                  weight_decay, first_step):

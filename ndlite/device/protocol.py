@@ -9,9 +9,10 @@ The methods fall in four tables, listed explicitly below (tests check that they 
 - REQUIRED: raise NotImplementedError here; a new backend writes these and nothing else;
 - DERIVED: primitives composed *exactly* from the required ones in this class (`gt(a, b)` is
   `lt(b, a)`); a backend overrides one only to be faster, and its override gives the same bits;
-- FAST_PATHS: neural-network and optimizer ops whose fallbacks (fallbacks.py, also their
-  specification) are slow compositions; an override agrees within the tolerance policy
-  (bitwise for selections such as max-pool indices);
+- FAST_PATHS: neural-network and optimizer ops whose fallbacks (fallbacks.py and, for the
+  transformer ones, transformer_fallbacks.py; also their specification) are slow compositions;
+  an override agrees within the tolerance policy (bitwise for selections such as max-pool
+  indices), and is itself bitwise reproducible;
 - CAPABILITIES: what a backend can do beyond computing (wait for its queue, report memory, defer
   a host check into a recorded graph, say if a reshape copied), with defaults that do nothing;
   CUDA graphs (cupy's `graph_recorder`) are one outside the tables: docs/cuda.md.
@@ -35,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from . import fallbacks, hostmath, special
+from . import transformer_fallbacks as tfb
 
 Buffer = Any  # a backend's native array
 Scalar = int | float | bool
@@ -59,6 +61,7 @@ FAST_PATHS = (
     "max_pool2d", "max_pool2d_grad", "avg_pool2d", "avg_pool2d_grad",
     "log_softmax", "nll_loss", "nll_loss_grad",
     "sgd_step", "rmsprop_step", "adam_step", "math", "math2", "argsort", "cumulative",
+    "embedding_grad", "layer_norm", "layer_norm_grad", "causal_softmax", "causal_softmax_grad",
 )
 #: queries and abilities beyond computing, with defaults that do nothing
 CAPABILITIES = ("device_name", "info", "memory_in_use", "synchronize", "defer_host_check",
@@ -92,20 +95,16 @@ class Backend:
 
     def __repr__(self) -> str: return self.name
 
-    def device_name(self) -> str:
-        """A human-readable name of the device ("NVIDIA H100 80GB HBM3", "CPU (NumPy)")."""
-        return self.name
+    # a human-readable name of the device ("NVIDIA H100 80GB HBM3", "CPU (NumPy)"), and what
+    # `ndlite info` prints: devices, memory, fp64, library versions
+    def device_name(self) -> str: return self.name
 
     def info(self) -> dict:
-        """What `ndlite info` prints: devices, memory, fp64, library versions."""
         return {"device": self.device_name(), "fp64": np.dtype("float64") in self.dtypes}
 
-    def memory_in_use(self) -> int | None:
-        """Bytes this backend holds on its device right now, where it can tell."""
-
-    def shares_memory(self, a: Buffer, b: Buffer) -> bool:
-        """Whether `a` may be a view of `b`'s memory (did `reshape` copy?): views for autograd."""
-        return True
+    def memory_in_use(self) -> int | None: return None  # bytes held on the device, if known
+    def shares_memory(self, a: Buffer, b: Buffer) -> bool:  # may `a` view b's memory (did
+        return True  # `reshape` copy?): views for autograd
 
     # ---- transfer and memory ---------------------------------------------------------------
 
@@ -113,8 +112,7 @@ class Backend:
         """A device buffer holding a copy of `array` (dtype already supported)."""
         raise NotImplementedError
 
-    def to_numpy(self, x: Buffer) -> np.ndarray:
-        """A host copy of `x` (waits for queued work)."""
+    def to_numpy(self, x: Buffer) -> np.ndarray:  # a host copy (waits for queued work)
         raise NotImplementedError
 
     def full(self, shape: tuple, value: Scalar, dtype: np.dtype) -> Buffer:
@@ -132,13 +130,9 @@ class Backend:
     def synchronize(self) -> None:
         """Wait until all queued work on this device is done (by default nothing to wait)."""
 
-    def empty(self, shape: tuple, dtype: np.dtype) -> Buffer:
-        """Derived: a buffer whose values are not used (here zeros)."""
-        return self.full(shape, 0, dtype)
-
-    def copy(self, x: Buffer) -> Buffer:
-        """Derived: a new buffer with x's values."""
-        return self.astype(x, x.dtype)
+    # derived: a buffer whose values are not used (here zeros), a new buffer with x's values
+    def empty(self, shape: tuple, dtype: np.dtype) -> Buffer: return self.full(shape, 0, dtype)
+    def copy(self, x: Buffer) -> Buffer: return self.astype(x, x.dtype)
 
     # ---- elementwise -----------------------------------------------------------------------
 
@@ -196,13 +190,10 @@ class Backend:
         """int64 index of the first maximum along `axis`."""
         raise NotImplementedError
 
-    def min(self, x: Buffer, axes: tuple, keepdims: bool) -> Buffer:
-        """Derived: max on the order reversed (see fallbacks.minimum)."""
-        return fallbacks.amin(self, x, axes, keepdims)
-
-    def argmin(self, x: Buffer, axis: int, keepdims: bool) -> Buffer:
-        """Derived: int64 index of the first minimum along `axis`."""
-        return fallbacks.argmin(self, x, axis, keepdims)
+    # derived: max on the order reversed (see fallbacks.minimum); the int64 index of the first
+    # minimum along `axis`
+    def min(self, x, axes, keepdims): return fallbacks.amin(self, x, axes, keepdims)
+    def argmin(self, x, axis, keepdims): return fallbacks.argmin(self, x, axis, keepdims)
 
     # ---- linear algebra --------------------------------------------------------------------
 
@@ -228,12 +219,11 @@ class Backend:
         None (a new dim of size 1). Returns a view."""
         raise NotImplementedError
 
+    # derived: constant padding (`widths` holds (before, after) for every dim, all >= 0), and
+    # buffers of one dtype whose shapes differ only along `axis`, joined
     def pad(self, x: Buffer, widths: tuple, value: Scalar) -> Buffer:
-        """Derived: constant padding; `widths` holds (before, after) for every dim, all >= 0."""
         return fallbacks.pad(self, x, widths, value)
-
     def concatenate(self, xs: Sequence[Buffer], axis: int) -> Buffer:
-        """Derived: buffers of one dtype whose shapes differ only along `axis`, joined."""
         return fallbacks.concatenate(self, xs, axis)
 
     def gather(self, x: Buffer, index: Buffer, axis: int) -> Buffer:
@@ -354,6 +344,16 @@ class Backend:
         Fallback: scatter_add of those values at the labels."""
         return fallbacks.nll_loss_grad(self, grad_output, target, classes, ignore_index,
                                        reduction)
+
+    # transformer fast paths: transformer_fallbacks.py gives their shapes and formulas
+    def embedding_grad(self, grad, index, num_rows):
+        return tfb.embedding_grad(self, grad, index, num_rows)
+    def layer_norm(self, x, weight, bias, eps): return tfb.layer_norm(self, x, weight, bias, eps)
+    def layer_norm_grad(self, grad, x, weight, mean, rstd, bias):
+        return tfb.layer_norm_grad(self, grad, x, weight, mean, rstd, bias)
+    def causal_softmax(self, x, scale): return tfb.causal_softmax(self, x, scale)
+    def causal_softmax_grad(self, grad, out, scale):
+        return tfb.causal_softmax_grad(self, grad, out, scale)
 
     # Optimizer steps update `param` and their state buffers in place (same shape and dtype as
     # param; a state buffer that is None is not used). Hyperparameters are Python floats. They

@@ -130,10 +130,85 @@ def take(x: Tensor, index: Tensor, dim: int) -> Tensor:
 
 
 def index_select(x: Tensor, dim: int, index) -> Tensor:
-    """`x` restricted to `index` along `dim`."""
+    """`x` restricted to `index` along `dim`. Rows of a 2-D table (embedding's lookup) are
+    one op whose gradient is the backend's embedding_grad: a sorted segment sum."""
     if not isinstance(index, Tensor):
         index = Tensor._make(x._backend.from_numpy(np.asarray(index, dtype=np.int64)),
                              x._backend)
+    if x.ndim == 2 and index.ndim == 1 and _dim(dim, 2, "index_select") == 0:
+        _check_index(index, x.shape[0], "index_select", x.shape)
+        return select_rows(x, index)
     return take(x, index, dim)
+
+
+def select_rows(x: Tensor, index: Tensor) -> Tensor:
+    """x[index] for a 2-D x and a 1-D integer index the caller has checked to be in range
+    (embedding checks its indices once, on the host, for its own message)."""
+    return nary(SelectRows, [x, index.to(int64)])
+
+
+# ---- rows of a table and their gradient -------------------------------------------------------
+
+
+def _table(x: Tensor, dim: int) -> Tensor:
+    """A TAKE or SCATTER_ADD sample as a 2-D table whose rows run along `dim`."""
+    t = x.transpose(0, dim) if x.ndim >= 2 else x.reshape(-1, 1)
+    return t.reshape(t.shape[0], int(np.prod(t.shape[1:], dtype=np.int64)))
+
+
+def _segment_case(index: Tensor, values: Tensor, dim: int, size: int) -> Tensor:
+    """A SCATTER_ADD sample as embedding_grad's (grad (N, D), index (N,), rows)."""
+    table = _table(index, dim)
+    column = table[:, 0] if table.shape[1] else table.sum(1)  # index is 0 where D is 0
+    return embedding_grad(_table(values, dim), column, size)
+
+
+def _rows_case(x: Tensor, dim: int, index: Tensor) -> Tensor:
+    """A TAKE sample as rows of a 2-D table."""
+    return index_select(_table(x, dim), 0, index)
+
+
+@register
+class SelectRows(Op):
+    """x[index] for a 2-D x and a 1-D int64 index (checked)."""
+
+    name = "select_rows"
+    spec = Spec(samples.TAKE, tol=EXACT, call=_rows_case)
+    save_inputs = (1,)
+
+    @staticmethod
+    def forward(b, x, index):
+        return b.gather(x, b.reshape(index, (index.shape[0], 1)), 0)
+
+    @staticmethod
+    def backward(node, grad):
+        return nary(EmbeddingGrad, [grad, node.saved[1]], num_rows=node.shapes[0][0]), None
+
+
+@register
+class EmbeddingGrad(Op):
+    """The adjoint of select_rows: row r sums grad[i] over index[i] == r (deterministic)."""
+
+    name = "embedding_grad"
+    spec = Spec(samples.SCATTER_ADD, tol=SCALED, call=_segment_case)
+    save_inputs = (1,)
+
+    @staticmethod
+    def forward(b, grad, index, num_rows):
+        return b.embedding_grad(grad, index, num_rows)
+
+    @staticmethod
+    def backward(node, grad):
+        return nary(SelectRows, [grad, node.saved[1]]), None
+
+
+def embedding_grad(grad: Tensor, index: Tensor, num_rows: int) -> Tensor:
+    """(num_rows, D): row r is the sum of grad (N, D)'s rows i with index[i] == r (index (N,),
+    in range), on the backend's embedding_grad fast path."""
+    if grad.ndim != 2 or index.shape != grad.shape[:1]:
+        raise ShapeError(f"embedding_grad: expected grad (N, D) and index (N,), got shapes "
+                         f"{grad.shape} and {index.shape}")
+    _check_index(index, num_rows, "embedding_grad", grad.shape)
+    return nary(EmbeddingGrad, [grad, index.to(int64)], num_rows=int(num_rows))
 
 

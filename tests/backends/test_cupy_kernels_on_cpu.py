@@ -1,9 +1,14 @@
-"""The CuPy backend's raw CUDA kernels (backends/ndlite_cupy/kernels/{conv,pool,loss,optim}.cu)
-and the Python that launches them (nn.py, optim.py), run on the CPU: the .cu files compile as
+"""The CuPy backend's raw CUDA kernels (backends/ndlite_cupy/kernels/{conv,pool,loss,optim,
+transformer}.cu) and the Python that launches them (nn.py, optim.py, transformer.py), run on the
+CPU: the .cu files compile as
 host C++ (each grid-stride loop then runs in one "thread"), CuPy is stood in for by NumPy, and
 every kernel argument is checked against the C signature as CuPy would pack it. Results are
 compared with the reference fallbacks: convolution over random geometries (strides, padding,
-dilation, groups), pooling bitwise, log_softmax, nll_loss, and the optimizer steps bitwise.
+dilation, groups), pooling bitwise, log_softmax, nll_loss, the optimizer steps bitwise, and the
+transformer fast paths (embedding_grad's segment sums, layer_norm, causal softmax). The
+warp-per-row kernels of transformer.cu run here with one lane per warp, so their shuffle
+butterflies are trivial: their multi-lane reductions are checked on a GPU only
+(tests/backends/test_transformer_fast_paths.py).
 
 So CI, which has no GPU, still checks the kernels' index arithmetic and launch arguments. Needs
 g++, nm and c++filt; skipped, saying why, without them. The work runs in a subprocess, so the
@@ -27,7 +32,7 @@ TOOLS = ("g++", "nm", "c++filt")
 
 HOST = """// host emulation: one block of one thread runs every grid-stride loop
 #include <cmath>
-using std::exp; using std::log;
+using std::exp; using std::log; using std::sqrt;
 struct ndl_dim3 { unsigned x, y, z; };
 static ndl_dim3 blockIdx = {0, 0, 0}, threadIdx = {0, 0, 0}, blockDim = {1, 1, 1},
                 gridDim = {1, 1, 1};
@@ -36,16 +41,22 @@ static ndl_dim3 blockIdx = {0, 0, 0}, threadIdx = {0, 0, 0}, blockDim = {1, 1, 1
 #define __host__
 #define __device__
 inline void __syncthreads() {}
+// a warp of one lane: a shuffle reads the caller's own value
+template <typename T> inline T __shfl_xor_sync(unsigned, T v, int) { return v; }
+template <typename T> inline T __shfl_sync(unsigned, T v, int) { return v; }
 """
 INDEXED = ["ndl_im2col", "ndl_col2im", "ndl_swap01", "ndl_max_pool", "ndl_max_pool_grad",
-           "ndl_avg_pool", "ndl_avg_pool_grad", "ndl_log_softmax", "ndl_nll_loss_grad"]
+           "ndl_avg_pool", "ndl_avg_pool_grad", "ndl_log_softmax", "ndl_nll_loss_grad",
+           "ndl_segment_chunks", "ndl_segment_rows", "ndl_layer_norm", "ndl_layer_norm_grad",
+           "ndl_layer_norm_columns", "ndl_column_total", "ndl_causal_softmax",
+           "ndl_causal_softmax_grad"]
 TYPED = ["ndl_nll_loss", "ndl_nll_count", "ndl_sgd_step", "ndl_rmsprop_step", "ndl_adam_step"]
 
 
 def build(directory: Path) -> Path:
     """The kernels compiled into a shared library of host code."""
     source = HOST + "".join(f'#include "{KERNELS / name}.cu"\n'
-                            for name in ("conv", "pool", "loss", "optim"))
+                            for name in ("conv", "pool", "loss", "optim", "transformer"))
     for k in INDEXED:  # taking the addresses instantiates the templates
         source += (f"void* {k}_p[] = {{(void*)&{k}<float, int>, (void*)&{k}<float, long long>,"
                    f" (void*)&{k}<double, int>, (void*)&{k}<double, long long>}};\n")
@@ -71,7 +82,8 @@ def test_kernels_and_their_launches_match_the_reference_on_the_cpu(tmp_path):
 # ---- the subprocess: stand-in cupy, kernels from the host library -----------------------------
 
 SCALARS = {"int": (np.int32, ctypes.c_int32), "long long": (np.int64, ctypes.c_int64),
-           "double": (np.float64, ctypes.c_double), "bool": (np.bool_, ctypes.c_bool)}
+           "double": (np.float64, ctypes.c_double), "bool": (np.bool_, ctypes.c_bool),
+           "float": (np.float32, ctypes.c_float)}
 POINTEES = {"float": np.float32, "double": np.float64, "long long": np.int64}
 CXX = {"float32": "float", "float64": "double", "int32": "int", "int64": "long long"}
 
@@ -124,6 +136,8 @@ def install_stand_ins(library_path: str) -> None:
         shape, np.nan if np.dtype(dtype).kind == "f" else -7, dtype=dtype)
     cupy.ascontiguousarray = lambda a, dtype=None: np.ascontiguousarray(a, dtype=dtype)
     cupy.matmul = matmul
+    for name in ("arange", "sort", "searchsorted", "cumsum", "concatenate"):
+        setattr(cupy, name, getattr(np, name))
     sys.modules["cupy"] = cupy
     sys.path[:0] = [str(ROOT / "backends"), str(ROOT)]
     import ndlite_cupy  # noqa: F401  (the package, before its modules are stood in for)
@@ -135,6 +149,7 @@ def install_stand_ins(library_path: str) -> None:
 
     kernels = types.ModuleType("ndlite_cupy.kernels")
     kernels.raw = lambda name: Raw()
+    kernels.RawKernels = lambda name, kernels_, indexed: Raw()
     kernels.launch = lambda function, count, args: function((1,), (1,), args)
     blas = types.ModuleType("ndlite_cupy.blas")
     blas.matmul = matmul
@@ -142,9 +157,10 @@ def install_stand_ins(library_path: str) -> None:
 
 
 def check_all() -> None:
-    from ndlite_cupy import nn, optim
+    from ndlite_cupy import nn, optim, transformer
 
     from ndlite.device import fallbacks, get_backend
+    from ndlite.device import transformer_fallbacks as tfb
 
     b = get_backend("numpy")
     b._optimizer_table = None  # optim.py asks the backend whether a graph is being recorded
@@ -153,6 +169,7 @@ def check_all() -> None:
     check_pool(nn, fallbacks, b, r)
     check_loss(nn, fallbacks, b, r)
     check_optim(optim, fallbacks, b, r)
+    check_transformer(transformer, tfb, b, r)
     print("all kernels match")
 
 
@@ -262,6 +279,44 @@ def check_optim(optim, fallbacks, b, r):
                 for module, (param, state) in zip((optim, fallbacks), sides, strict=True):
                     step(module, param, g, state, t)
                 same(sides[0][0], sides[1][0], f"{name} step {t}", True)
+
+
+def check_transformer(tr, tfb, b, r):
+    # (positions, width, rows, largest index): heavy repeats (one row, a few), odd widths,
+    # rows no index names, one position
+    for n, d, rows, top in [(1000, 7, 5, 3), (300, 33, 100, 100), (200, 1, 2, 1), (1, 3, 1, 1),
+                            (31, 5, 4, 4), (65, 2, 3, 1)]:
+        for dtype in (np.float32, np.float64):
+            grad = r.standard_normal((n, d)).astype(dtype)
+            index = r.integers(0, top, n).astype(np.int64)
+            got, want = tr.embedding_grad(b, grad, index, rows), tfb.embedding_grad(
+                b, grad, index, rows)
+            # a row named at most CHUNK times is one chunk: the fallback's order exactly
+            short = np.bincount(index, minlength=rows).max() <= tr.CHUNK
+            same(got, want, f"embedding_grad {n, d, rows}", short)
+    for shape, affine in [((5, 7), True), ((1, 1), False), ((3, 300), True), ((4, 2), False)]:
+        for dtype in (np.float32, np.float64):
+            x = (r.standard_normal(shape) * 3 + 1).astype(dtype)
+            w, bias = (r.standard_normal(shape[1:]).astype(dtype) if affine else None
+                       for _ in range(2))
+            got, want = tr.layer_norm(b, x, w, bias, 1e-5), tfb.layer_norm(b, x, w, bias, 1e-5)
+            for g, e, what in zip(got, want, ("y", "mean", "rstd"), strict=True):
+                same(g, e, f"layer_norm {what} {shape}", False)
+            gy = r.standard_normal(shape).astype(dtype)
+            args = (gy, x, w, want[1], want[2], affine)
+            for g, e, what in zip(tr.layer_norm_grad(b, *args), tfb.layer_norm_grad(b, *args),
+                                  ("x", "weight", "bias"), strict=True):
+                assert (g is None) == (e is None), what
+                if g is not None:
+                    same(g, e, f"layer_norm_grad {what} {shape}", False)
+    for shape in [(2, 5, 7), (3, 7, 5), (1, 1), (2, 1, 4), (4, 1)]:
+        for dtype in (np.float32, np.float64):
+            x = (r.standard_normal(shape) * 2).astype(dtype)
+            out = tr.causal_softmax(b, x, 0.37)
+            same(out, tfb.causal_softmax(b, x, 0.37), f"causal_softmax {shape}", False)
+            g = r.standard_normal(shape).astype(dtype)
+            same(tr.causal_softmax_grad(b, g, out, 0.37),
+                 tfb.causal_softmax_grad(b, g, out, 0.37), f"causal_softmax_grad {shape}", False)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,202 @@
+// The transformer fast paths of the OpenCL backend (transformer.py); their specification is
+// ndlite/device/transformer_fallbacks.py. Every sum runs in a fixed order: no atomics, the
+// same bits run to run.
+//   segment_chunks, segment_rows: embedding_grad's sorted segment sum, one work-item per
+//     (chunk, column), then per (row, column) over the row's chunks in order;
+//   layer_norm, layer_norm_grad, causal_softmax, causal_softmax_grad: one work-group of WG
+//     (a power of two; 1 on a CPU) per row, reductions as a fixed tree in local memory;
+//   layer_norm_columns, column_total: the weight and bias gradients' column sums, per block
+//     of rows in ascending row order, then the blocks in ascending order.
+// #defines: T, IDX, WG. Layouts: see each kernel.
+
+inline T group_sum(T v, __local T* scratch)
+{
+    const int t = get_local_id(0);
+    scratch[t] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int w = WG / 2; w > 0; w >>= 1) {
+        if (t < w)
+            scratch[t] = scratch[t] + scratch[t + w];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    const T total = scratch[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return total;
+}
+
+inline T max_(const T a, const T b) { return (b > a || b != b) ? b : a; }  // NaN wins
+
+inline T group_max(T v, __local T* scratch)
+{
+    const int t = get_local_id(0);
+    scratch[t] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int w = WG / 2; w > 0; w >>= 1) {
+        if (t < w)
+            scratch[t] = max_(scratch[t], scratch[t + w]);
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    const T total = scratch[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return total;
+}
+
+// ---- embedding_grad (layouts: chunks, D / rows, D) -------------------------------------------
+
+__kernel void segment_chunks(__global T* partial, __global const T* grad,
+                             __global const long* order, __global const long* bounds,
+                             const layout_t L)
+{
+    const IDX e = get_global_id(0), D = L.v[1];
+    if (e >= L.v[0] * D)
+        return;
+    const IDX c = e / D, d = e - c * D;
+    T acc = 0;
+    for (long p = bounds[c]; p < bounds[c + 1]; ++p)
+        acc += grad[(IDX)order[p] * D + d];
+    partial[e] = acc;
+}
+
+__kernel void segment_rows(__global T* out, __global const T* partial,
+                           __global const long* row_bounds, const layout_t L)
+{
+    const IDX e = get_global_id(0), D = L.v[1];
+    if (e >= L.v[0] * D)
+        return;
+    const IDX r = e / D, d = e - r * D;
+    T acc = 0;
+    for (long c = row_bounds[r]; c < row_bounds[r + 1]; ++c)
+        acc += partial[(IDX)c * D + d];
+    out[e] = acc;
+}
+
+// ---- layer_norm (layout: R, D, rows per block, blocks) ---------------------------------------
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void layer_norm(__global T* y, __global T* mean, __global T* rstd, __global const T* x,
+                __global const T* weight, __global const T* bias, const T eps, const layout_t L)
+{
+    __local T scratch[WG];
+    const IDX r = get_group_id(0), D = L.v[1];
+    const int t = get_local_id(0);
+    __global const T* row = x + r * D;
+    T s = 0;
+    for (IDX j = t; j < D; j += WG)
+        s += row[j];
+    const T mu = group_sum(s, scratch) / (T)D;
+    T q = 0;
+    for (IDX j = t; j < D; j += WG) {
+        const T c = row[j] - mu;
+        q += c * c;
+    }
+    const T rs = (T)1 / sqrt(group_sum(q, scratch) / (T)D + eps);
+    for (IDX j = t; j < D; j += WG) {
+        T v = (row[j] - mu) * rs;
+        if (weight)
+            v = v * weight[j];
+        if (bias)
+            v = v + bias[j];
+        y[r * D + j] = v;
+    }
+    if (t == 0) {
+        mean[r] = mu;
+        rstd[r] = rs;
+    }
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void layer_norm_grad(__global T* grad_x, __global const T* grad, __global const T* x,
+                     __global const T* weight, __global const T* mean,
+                     __global const T* rstd, const layout_t L)
+{
+    __local T scratch[WG];
+    const IDX r = get_group_id(0), D = L.v[1];
+    const int t = get_local_id(0);
+    const T mu = mean[r], rs = rstd[r];
+    T s1 = 0, s2 = 0;
+    for (IDX j = t; j < D; j += WG) {
+        const T gw = weight ? grad[r * D + j] * weight[j] : grad[r * D + j];
+        s1 += gw;
+        s2 += gw * ((x[r * D + j] - mu) * rs);
+    }
+    const T m1 = group_sum(s1, scratch) / (T)D;
+    const T m2 = group_sum(s2, scratch) / (T)D;
+    for (IDX j = t; j < D; j += WG) {
+        const T gw = weight ? grad[r * D + j] * weight[j] : grad[r * D + j];
+        const T xhat = (x[r * D + j] - mu) * rs;
+        grad_x[r * D + j] = ((gw - m1) - xhat * m2) * rs;
+    }
+}
+
+__kernel void layer_norm_columns(__global T* partial_w, __global T* partial_b,
+                                 __global const T* grad, __global const T* x,
+                                 __global const T* mean, __global const T* rstd,
+                                 const layout_t L)
+{
+    const IDX e = get_global_id(0), R = L.v[0], D = L.v[1], per = L.v[2];
+    if (e >= L.v[3] * D)
+        return;
+    const IDX q = e / D, d = e - q * D;
+    const IDX end = (q + 1) * per < R ? (q + 1) * per : R;
+    T sw = 0, sb = 0;
+    for (IDX r = q * per; r < end; ++r) {
+        const T g = grad[r * D + d];
+        sw += g * ((x[r * D + d] - mean[r]) * rstd[r]);
+        sb += g;
+    }
+    if (partial_w)
+        partial_w[e] = sw;
+    if (partial_b)
+        partial_b[e] = sb;
+}
+
+__kernel void column_total(__global T* out, __global const T* partial, const layout_t L)
+{
+    const IDX d = get_global_id(0), D = L.v[1];
+    if (d >= D)
+        return;
+    T acc = 0;
+    for (IDX q = 0; q < L.v[3]; ++q)
+        acc += partial[q * D + d];
+    out[d] = acc;
+}
+
+// ---- causal softmax (layout: rows, L, S, 0) --------------------------------------------------
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void causal_softmax(__global T* out, __global const T* x, const T scale, const layout_t L)
+{
+    __local T scratch[WG];
+    const IDX r = get_group_id(0), S = L.v[2];
+    const int t = get_local_id(0);
+    const IDX i = r % L.v[1];
+    const IDX keep = i + 1 < S ? i + 1 : S;
+    __global const T* row = x + r * S;
+    T m = row[0] * scale;  // key 0 is always kept: every item starts from it
+    for (IDX j = t; j < keep; j += WG)
+        m = max_(m, row[j] * scale);
+    m = group_max(m, scratch);
+    T s = 0;
+    for (IDX j = t; j < keep; j += WG)
+        s += exp(row[j] * scale - m);
+    s = group_sum(s, scratch);
+    for (IDX j = t; j < S; j += WG)
+        out[r * S + j] = j < keep ? exp(row[j] * scale - m) / s : (T)0;
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void causal_softmax_grad(__global T* grad_x, __global const T* grad, __global const T* out,
+                         const T scale, const layout_t L)
+{
+    __local T scratch[WG];
+    const IDX r = get_group_id(0), S = L.v[2];
+    const int t = get_local_id(0);
+    const IDX i = r % L.v[1];
+    const IDX keep = i + 1 < S ? i + 1 : S;
+    T s = 0;
+    for (IDX j = t; j < keep; j += WG)
+        s += grad[r * S + j] * out[r * S + j];
+    s = group_sum(s, scratch);
+    for (IDX j = t; j < S; j += WG)
+        grad_x[r * S + j] = j < keep ? (out[r * S + j] * (grad[r * S + j] - s)) * scale : (T)0;
+}

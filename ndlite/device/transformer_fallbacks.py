@@ -1,0 +1,78 @@
+"""Fallbacks of the transformer fast paths of the contract (protocol.py, FAST_PATHS), composed
+from the primitives: they are the specification a backend's kernels must meet, within the
+tolerance policy. An override may sum in another order (embedding_grad in chunks of a row's
+positions, layer_norm in a tree), but one fixed by the input alone: no atomics, the same bits
+run to run.
+
+Conventions: everything is float; a "row" is the last dim. Each function takes the backend
+`b` first and returns new buffers.
+- embedding_grad(grad (N, D), index (N,) int64 in range, num_rows) -> (num_rows, D): row r is
+  the sum of grad[i] over the positions i with index[i] == r, in ascending i (0 if none);
+- layer_norm(x (R, D), weight (D,) | None, bias (D,) | None, eps) -> (y, mean (R,), rstd (R,)):
+  mean and the biased variance of each row, rstd = 1 / sqrt(var + eps),
+  y = (x - mean) * rstd * weight + bias;
+- layer_norm_grad(grad (R, D), x, weight | None, mean, rstd, bias) -> (grad_x, grad_weight |
+  None, grad_bias | None): with xhat = (x - mean) * rstd and gw = grad * weight,
+  grad_x = rstd * (gw - mean(gw) - xhat * mean(gw * xhat)) per row, grad_weight the column
+  sums of grad * xhat (when weight is given), grad_bias those of grad (when `bias`);
+- causal_softmax(x (..., L, S), scale) -> softmax over the last dim of x * scale with the
+  entries above the diagonal (j > i, the top-left aligned lower triangle kept, PyTorch's
+  is_causal) set to -inf: they come out exactly 0;
+- causal_softmax_grad(grad, out, scale) -> out * (grad - sum(grad * out, last dim)) * scale,
+  the gradient with respect to the unscaled x (masked entries: exactly 0).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def embedding_grad(b, grad, index, num_rows):
+    n = grad.shape[0]
+    return b.scatter_add(b.reshape(index, (n, 1)), grad, 0, num_rows)
+
+
+def layer_norm(b, x, weight, bias, eps):
+    rows, d = x.shape
+    mean = b.div(b.sum(x, (1,), True), d)
+    centered = b.sub(x, mean)
+    var = b.div(b.sum(b.mul(centered, centered), (1,), True), d)
+    rstd = b.div(1, b.sqrt(b.add(var, eps)))
+    y = b.mul(centered, rstd)
+    if weight is not None:
+        y = b.mul(y, weight)
+    if bias is not None:
+        y = b.add(y, bias)
+    return y, b.reshape(mean, (rows,)), b.reshape(rstd, (rows,))
+
+
+def layer_norm_grad(b, grad, x, weight, mean, rstd, bias):
+    rows, d = x.shape
+    rstd = b.reshape(rstd, (rows, 1))
+    xhat = b.mul(b.sub(x, b.reshape(mean, (rows, 1))), rstd)
+    gw = grad if weight is None else b.mul(grad, weight)
+    m1 = b.div(b.sum(gw, (1,), True), d)
+    m2 = b.div(b.sum(b.mul(gw, xhat), (1,), True), d)
+    grad_x = b.mul(b.sub(b.sub(gw, m1), b.mul(xhat, m2)), rstd)
+    grad_weight = None if weight is None else b.sum(b.mul(grad, xhat), (0,), False)
+    grad_bias = b.sum(grad, (0,), False) if bias else None
+    return grad_x, grad_weight, grad_bias
+
+
+def causal_mask(length: int, source: int) -> np.ndarray:
+    """bool (L, S): True where query i may attend key j (j <= i)."""
+    return np.tril(np.ones((length, source), dtype=bool))
+
+
+def causal_softmax(b, x, scale):
+    length, source = x.shape[-2], x.shape[-1]
+    keep = b.from_numpy(causal_mask(length, source))
+    scores = b.where(keep, b.mul(x, scale), -math.inf)
+    return b.exp(b.log_softmax(scores, x.ndim - 1))
+
+
+def causal_softmax_grad(b, grad, out, scale):
+    dot = b.sum(b.mul(grad, out), (out.ndim - 1,), True)
+    return b.mul(b.mul(out, b.sub(grad, dot)), scale)

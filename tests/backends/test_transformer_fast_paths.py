@@ -1,0 +1,325 @@
+"""The transformer fast paths (protocol.FAST_PATHS: embedding_grad, layer_norm(_grad),
+causal_softmax(_grad)) on every available backend (numpy, opencl; cupy skipped without a GPU):
+each against float64 NumPy math (the tolerance policy), against the backend's own fallback
+(ndlite/device/transformer_fallbacks.py; bitwise where the sum order is the fallback's), and
+against itself run to run (bitwise). Then the ops that use them: embedding's gradient with
+heavily repeated indices, layer_norm and causal attention forward and backward, and their
+second derivatives (composed while create_graph builds a graph) by finite differences.
+
+On OpenCL the work-group trees of the row kernels are also run with forced group sizes (PoCL
+on a CPU otherwise uses one item per group). The CuPy block trees run on a GPU only.
+"""
+
+import numpy as np
+import pytest
+
+import ndlite
+import ndlite.nn.functional as F
+from ndlite.device.protocol import Backend
+from ndlite.testing.gradcheck import gradcheck, gradgradcheck
+from ndlite.testing.tolerance import judge
+
+FLOATS = ("float32", "float64")
+#: a segment at most this long is one chunk on the GPU backends: the fallback's order exactly
+CHUNK = 32
+
+
+def fallback(b, name):
+    """The contract's composed fallback of fast path `name`, bound to backend `b`."""
+    return getattr(Backend, name).__get__(b)
+
+
+def dtypes(b):
+    return [d for d in FLOATS if np.dtype(d) in b.dtypes]
+
+
+def host(b, x):
+    return None if x is None else b.to_numpy(x)
+
+
+def dev(b, a):
+    return None if a is None else b.from_numpy(np.ascontiguousarray(a))
+
+
+def close(got, ref, dtype, roundings, what):
+    """|got - ref| within the policy's transcendental bound, S the array's largest magnitude
+    plus the element's own (normalizations: errors scale with the row, not the element)."""
+    scale = np.abs(ref) + (np.abs(ref).max() if ref.size else 0.0)
+    verdict = judge(got, ref, "transcendental", dtype, scale=scale, roundings=roundings)
+    assert verdict.ok, f"{what}: {verdict.message}"
+
+
+def same_bits(got, want, what):
+    assert got.dtype == want.dtype and got.shape == want.shape, what
+    nan = np.isnan(got)
+    assert np.array_equal(nan, np.isnan(want)), what
+    bits = np.uint32 if got.dtype == np.float32 else np.uint64
+    assert np.array_equal(got[~nan].view(bits), want[~nan].view(bits)), what
+
+
+# ---- embedding_grad ---------------------------------------------------------------------------
+
+# (positions, width, rows, distinct indices drawn): the GPT's 64*256 positions over a vocab of
+# 65, everything on one row, odd widths, one row, one position, rows nobody names, empties
+SEGMENTS = [(16384, 37, 65, 65), (5000, 3, 4, 1), (300, 385, 100, 100), (40, 33, 1, 1),
+            (1, 5, 3, 3), (31, 2, 7, 7), (0, 4, 3, 3), (6, 0, 3, 3), (8, 4, 0, 0)]
+
+
+@pytest.mark.parametrize("n,d,rows,top", SEGMENTS, ids=[str(s) for s in SEGMENTS])
+def test_embedding_grad_sums_each_row_in_a_fixed_order(backend, n, d, rows, top):
+    b = backend
+    r = np.random.default_rng(n + d)
+    for dtype in dtypes(b):
+        grad = r.standard_normal((n, d)).astype(dtype)
+        index = r.integers(0, max(top, 1), n).astype(np.int64) if rows else \
+            np.zeros(0, np.int64)
+        if not rows and n:
+            continue
+        g, i = dev(b, grad), dev(b, index)
+        got = host(b, b.embedding_grad(g, i, rows))
+        assert got.shape == (rows, d) and got.dtype == grad.dtype
+        want = np.zeros((rows, d))
+        np.add.at(want, index, grad.astype(np.float64))
+        size = np.zeros((rows, d))
+        np.add.at(size, index, np.abs(grad.astype(np.float64)))
+        count = int(np.bincount(index, minlength=rows).max(initial=0))
+        verdict = judge(got, want, "scaled", dtype, scale=size, roundings=count)
+        assert verdict.ok, verdict.message
+        composed = host(b, fallback(b, "embedding_grad")(g, i, rows))
+        if count <= CHUNK:
+            same_bits(got, composed, "one chunk per row: the fallback's sum")
+        same_bits(host(b, b.embedding_grad(g, i, rows)), got, "run to run")
+
+
+def test_embedding_backward_with_repeated_tokens(backend):
+    b = backend
+    r = np.random.default_rng(3)
+    tokens = r.integers(0, 5, (64, 40))  # thousands of positions on 5 rows of 12
+    weight = r.standard_normal((12, 24)).astype(np.float32)
+    g = r.standard_normal((64, 40, 24)).astype(np.float32)
+    w = ndlite.tensor(weight, backend=b, requires_grad=True)
+    out = F.embedding(ndlite.tensor(tokens, backend=b), w, padding_idx=2)
+    (out * ndlite.tensor(g, backend=b)).sum().backward()
+    want = np.zeros((12, 24))
+    np.add.at(want, tokens.reshape(-1), g.reshape(-1, 24).astype(np.float64))
+    want[2] = 0
+    np.testing.assert_allclose(w.grad.numpy(), want, rtol=1e-4, atol=1e-3)
+    first = w.grad.numpy().copy()
+    w.grad = None
+    out = F.embedding(ndlite.tensor(tokens, backend=b), w, padding_idx=2)
+    (out * ndlite.tensor(g, backend=b)).sum().backward()
+    same_bits(w.grad.numpy(), first, "embedding backward run to run")
+
+
+def test_embedding_checks_its_indices(backend):
+    w = ndlite.tensor(np.zeros((3, 2), np.float32), backend=backend, requires_grad=True)
+    for bad in ([[0, 3]], [-1]):
+        with pytest.raises(IndexError, match="embedding: index out of range"):
+            F.embedding(ndlite.tensor(bad, backend=backend), w)
+
+
+# ---- layer_norm -------------------------------------------------------------------------------
+
+NORM_SHAPES = [(7, 33), (1, 1), (1, 385), (64, 384), (300, 5), (0, 5)]
+
+
+def _layer_norm64(x, w, bias, g, eps=1e-5):
+    x = x.astype(np.float64)
+    mean = x.mean(1, keepdims=True)
+    rstd = 1 / np.sqrt(((x - mean) ** 2).mean(1, keepdims=True) + eps)
+    xhat = (x - mean) * rstd
+    y = xhat * (1 if w is None else w) + (0 if bias is None else bias)
+    gw = g * (1 if w is None else w)
+    gx = rstd * (gw - gw.mean(1, keepdims=True) - xhat * (gw * xhat).mean(1, keepdims=True))
+    return (y, mean[:, 0], rstd[:, 0]), (gx, (g * xhat).sum(0), g.sum(0))
+
+
+@pytest.mark.parametrize("shape", NORM_SHAPES, ids=[str(s) for s in NORM_SHAPES])
+@pytest.mark.parametrize("affine", [True, False])
+def test_layer_norm_forward_and_backward(backend, shape, affine):
+    b = backend
+    r = np.random.default_rng(shape[0] * 7 + shape[1])
+    for dtype in dtypes(b):
+        x = (r.standard_normal(shape) * 3 + 2).astype(dtype)
+        w, bias = ((r.standard_normal(shape[1]).astype(dtype) if affine else None)
+                   for _ in range(2))
+        g = r.standard_normal(shape).astype(dtype)
+        forward, backward = _layer_norm64(x, w, bias, g.astype(np.float64))
+        args = (dev(b, x), dev(b, w), dev(b, bias), 1e-5)
+        for impl in (b.layer_norm, fallback(b, "layer_norm")):
+            out = impl(*args)
+            for got, ref, what in zip(out, forward, ("y", "mean", "rstd"), strict=True):
+                close(host(b, got), ref, dtype, shape[1] + 4, f"layer_norm {what}")
+        y, mean, rstd = b.layer_norm(*args)
+        again = b.layer_norm(*args)
+        for one, two in zip((y, mean, rstd), again, strict=True):
+            same_bits(host(b, two), host(b, one), "layer_norm run to run")
+        grad_args = (dev(b, g), args[0], args[1], mean, rstd, affine)
+        for impl in (b.layer_norm_grad, fallback(b, "layer_norm_grad")):
+            out = impl(*grad_args)
+            for got, ref, what in zip(out, backward, ("x", "weight", "bias"), strict=True):
+                if what != "x" and not affine:
+                    assert got is None, what
+                    continue
+                close(host(b, got), ref, dtype, 2 * shape[1] + shape[0] + 8,
+                      f"layer_norm_grad {what}")
+        first, second = b.layer_norm_grad(*grad_args), b.layer_norm_grad(*grad_args)
+        for one, two in zip(first, second, strict=True):
+            if one is not None:
+                same_bits(host(b, two), host(b, one), "layer_norm_grad run to run")
+
+
+def test_layer_norm_op_first_and_second_derivatives(backend):
+    b = backend
+    if np.dtype("float64") not in b.dtypes:
+        pytest.skip(f"{b.name} has no float64")
+    r = np.random.default_rng(5)
+    inputs = [r.standard_normal((2, 3, 6)), r.standard_normal(6), r.standard_normal(6)]
+
+    def fn(t):
+        return F.layer_norm(t[0], (6,), t[1], t[2]) ** 2
+
+    gradcheck(fn, inputs, [0, 1, 2], backend=b, name="layer_norm")
+    gradgradcheck(fn, inputs, [0, 1, 2], backend=b, name="layer_norm")
+    two_dims = [r.standard_normal((3, 2, 5)), r.standard_normal((2, 5))]
+    gradcheck(lambda t: F.layer_norm(t[0], (2, 5), t[1]), two_dims, [0, 1], backend=b)
+
+
+# ---- causal softmax and attention -------------------------------------------------------------
+
+SCORES = [(2, 3, 5, 7), (3, 7, 5), (1, 1), (4, 1), (1, 6), (2, 70, 300), (1, 256, 256)]
+
+
+def _causal64(x, scale, g):
+    length, source = x.shape[-2:]
+    keep = np.tril(np.ones((length, source), bool))
+    s = np.where(keep, x.astype(np.float64) * scale, -np.inf)
+    e = np.exp(s - s.max(-1, keepdims=True))
+    p = e / e.sum(-1, keepdims=True)
+    return p, p * (g - (g * p).sum(-1, keepdims=True)) * scale
+
+
+@pytest.mark.parametrize("shape", SCORES, ids=[str(s) for s in SCORES])
+def test_causal_softmax_forward_and_backward(backend, shape):
+    b = backend
+    r = np.random.default_rng(len(shape) + shape[-1])
+    keep = np.tril(np.ones(shape[-2:], bool))
+    for dtype in dtypes(b):
+        x = (r.standard_normal(shape) * 4).astype(dtype)
+        g = r.standard_normal(shape).astype(dtype)
+        want, want_grad = _causal64(x, 0.125, g.astype(np.float64))
+        for impl in (b.causal_softmax, fallback(b, "causal_softmax")):
+            got = host(b, impl(dev(b, x), 0.125))
+            close(got, want, dtype, shape[-1] + 4, "causal_softmax")
+            assert np.all(got[..., ~keep] == 0) and not np.signbit(got).any()
+        out = b.causal_softmax(dev(b, x), 0.125)
+        same_bits(host(b, b.causal_softmax(dev(b, x), 0.125)), host(b, out), "run to run")
+        for impl in (b.causal_softmax_grad, fallback(b, "causal_softmax_grad")):
+            got = host(b, impl(dev(b, g), out, 0.125))
+            close(got, want_grad, dtype, shape[-1] + 8, "causal_softmax_grad")
+            assert np.all(got[..., ~keep] == 0)
+        same_bits(host(b, b.causal_softmax_grad(dev(b, g), out, 0.125)),
+                  host(b, b.causal_softmax_grad(dev(b, g), out, 0.125)), "grad run to run")
+
+
+def _attention64(q, k, v):
+    p, _ = _causal64(q @ np.swapaxes(k, -1, -2), 1 / np.sqrt(q.shape[-1]), 0)
+    return p @ v
+
+
+def test_causal_attention_matches_the_reference_and_its_derivatives(backend):
+    b = backend
+    r = np.random.default_rng(8)
+    q, k, v = (r.standard_normal(s) for s in ((2, 3, 9, 4), (2, 3, 11, 4), (2, 3, 11, 5)))
+    for dtype in dtypes(b):
+        ts = [ndlite.tensor(a.astype(dtype), backend=b) for a in (q, k, v)]
+        out = F.scaled_dot_product_attention(*ts, is_causal=True).numpy()
+        close(out, _attention64(q, k, v), dtype, 16, "attention")
+    if np.dtype("float64") not in b.dtypes:
+        return
+
+    def fn(t):
+        return F.scaled_dot_product_attention(t[0], t[1], t[2], is_causal=True)
+
+    small = [a[:1, :2, :5] if i == 0 else a[:1, :2, :6] for i, a in enumerate((q, k, v))]
+    gradcheck(fn, small, [0, 1, 2], backend=b, name="causal attention")
+    gradgradcheck(fn, small, [0, 1, 2], backend=b, name="causal attention")
+
+
+def test_causal_attention_backward_is_deterministic(backend):
+    b = backend
+    r = np.random.default_rng(9)
+    arrays = [r.standard_normal((2, 6, 64, 16)).astype(np.float32) for _ in range(3)]
+    grads = []
+    for _ in range(2):
+        ts = [ndlite.tensor(a, backend=b, requires_grad=True) for a in arrays]
+        (F.scaled_dot_product_attention(*ts, is_causal=True) ** 2).sum().backward()
+        grads.append([t.grad.numpy() for t in ts])
+    for one, two in zip(*grads, strict=True):
+        same_bits(two, one, "attention gradients run to run")
+
+
+# ---- OpenCL work-group trees ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("group", [4, 64])
+def test_opencl_row_kernels_with_real_work_groups(backend, monkeypatch, group):
+    if backend.kind != "opencl":
+        pytest.skip("OpenCL only")
+    from ndlite_opencl import transformer
+
+    monkeypatch.setattr(transformer, "_group", lambda b, length: group)
+    b = backend
+    r = np.random.default_rng(group)
+    for dtype in dtypes(b):
+        x = (r.standard_normal((5, 37)) + 1).astype(dtype)
+        w = r.standard_normal(37).astype(dtype)
+        g = r.standard_normal((5, 37)).astype(dtype)
+        forward, backward = _layer_norm64(x, w, w, g.astype(np.float64))
+        y, mean, rstd = b.layer_norm(dev(b, x), dev(b, w), dev(b, w), 1e-5)
+        for got, ref in zip((y, mean, rstd), forward, strict=True):
+            close(host(b, got), ref, dtype, 41, "layer_norm")
+        for got, ref in zip(b.layer_norm_grad(dev(b, g), dev(b, x), dev(b, w), mean, rstd, True),
+                            backward, strict=True):
+            close(host(b, got), ref, dtype, 90, "layer_norm_grad")
+        s = (r.standard_normal((3, 9, 70)) * 3).astype(dtype)
+        gs = r.standard_normal(s.shape).astype(dtype)
+        want, want_grad = _causal64(s, 0.5, gs.astype(np.float64))
+        out = b.causal_softmax(dev(b, s), 0.5)
+        close(host(b, out), want, dtype, 74, "causal_softmax")
+        close(host(b, b.causal_softmax_grad(dev(b, gs), out, 0.5)), want_grad, dtype, 78,
+              "causal_softmax_grad")
+
+
+# ---- PyTorch ----------------------------------------------------------------------------------
+
+
+def test_the_ops_match_pytorch_to_second_order():
+    torch = pytest.importorskip("torch")
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    r = np.random.default_rng(11)
+    tokens = r.integers(0, 4, (3, 50))
+    arrays = [r.standard_normal(s) for s in ((4, 6), (6,), (6,))]
+    x = r.standard_normal((3, 50, 6))
+
+    def ours(w, gamma, beta, h):
+        e = F.embedding(ndlite.tensor(tokens), w) + h
+        y = F.layer_norm(e, (6,), gamma, beta).reshape(3, 2, 50, 3)
+        return F.scaled_dot_product_attention(y, y * 0.5, y, is_causal=True)
+
+    def theirs(w, gamma, beta, h):
+        e = torch.nn.functional.embedding(torch.tensor(tokens), w) + h
+        y = torch.nn.functional.layer_norm(e, (6,), gamma, beta).reshape(3, 2, 50, 3)
+        return torch.nn.functional.scaled_dot_product_attention(y, y * 0.5, y, is_causal=True)
+
+    results = []
+    for lib, fn, make in ((ndlite, ours, lambda a: ndlite.tensor(a, requires_grad=True)),
+                          (torch, theirs, lambda a: torch.tensor(a, requires_grad=True))):
+        ts = [make(a) for a in (*arrays, x)]
+        with sdpa_kernel(SDPBackend.MATH):  # torch's fused kernels have no double backward
+            out = fn(*ts)
+            first = lib.autograd.grad((out ** 2).sum(), ts, create_graph=True)
+            second = lib.autograd.grad(sum((g ** 2).sum() for g in first), ts)
+        results.append([t.detach().numpy() for t in (out, *first, *second)])
+    for got, want in zip(*results, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-10)
