@@ -11,6 +11,6 @@ from .mnist import MNIST, MNISTError
 from .sampler import BatchSampler, DistributedSampler
 from .text import CharText
 
-__all__ = ["BatchSampler", "CharText", "ConcatDataset", "DataLoader", "Dataset", "DistributedSampler",
-           "MNIST", "MNISTError", "Subset", "TensorDataset", "default_collate",
+__all__ = ["BatchSampler", "CharText", "ConcatDataset", "DataLoader", "Dataset",
+           "DistributedSampler", "MNIST", "MNISTError", "Subset", "TensorDataset", "default_collate",
            "random_split"]
