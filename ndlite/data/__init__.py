@@ -12,5 +12,5 @@ from .sampler import BatchSampler, DistributedSampler
 from .text import CharText
 
 __all__ = ["BatchSampler", "CharText", "ConcatDataset", "DataLoader", "Dataset",
-           "DistributedSampler", "MNIST", "MNISTError", "Subset", "TensorDataset", "default_collate",
-           "random_split"]
+           "DistributedSampler", "MNIST", "MNISTError", "Subset", "TensorDataset",
+           "default_collate", "random_split"]
