@@ -2,9 +2,10 @@
 bernoulli, multinomial (with and without replacement), and the in-place fills
 `Tensor.uniform_ / normal_ / bernoulli_ / random_ / exponential_`.
 
-Like every ndlite random function, the numbers are drawn on the host (NumPy's PCG64, from the
-global stream that `manual_seed` resets, or from a `Generator`) and copied to the backend, so
-one seed gives the same tensors on NumPy, CuPy and OpenCL.
+The numbers are drawn on the host (NumPy's PCG64, from the global stream that `manual_seed`
+resets, or from a `Generator`) and copied to the backend, so one seed gives the same tensors on
+NumPy, CuPy and OpenCL. Dropout, which draws a mask per call, takes one seed from that stream
+and draws the mask on the device with a counter-based hash: the same bits on every backend.
 
 >>> import ndlite
 >>> g = ndlite.Generator().manual_seed(1)

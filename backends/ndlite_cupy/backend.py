@@ -355,6 +355,11 @@ class CupyBackend(XpBackend):
     def causal_softmax_grad(self, grad, out, scale):
         return self._transformer.causal_softmax_grad(self, grad, out, scale)
 
+    def dropout_mask(self, shape, p, seed, dtype):
+        if self._recording is not None:  # a replay would reuse the recorded seed's mask
+            raise graph.refused("dropout")
+        return self._transformer.dropout_mask(self, shape, p, seed, dtype)
+
     def sgd_step(self, param, grad, momentum_buffer, lr, momentum, dampening, nesterov,
                  weight_decay, first_step):
         self._optim.sgd_step(self, param, grad, momentum_buffer, lr, momentum, dampening,

@@ -53,6 +53,8 @@ REFUSED = {
     "from_numpy": "host data made inside a captured step (ndlite.tensor(...), a dropout mask, "
                   "an index list) would be frozen into the graph and reused by every replay; "
                   "make it outside the step and pass it in as an input",
+    "dropout": "a dropout mask's seed would be frozen into the graph, so every replay would drop "
+               "the same elements; record the step in eval mode (model.eval()) or without dropout",
 }
 
 

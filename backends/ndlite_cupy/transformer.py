@@ -10,6 +10,7 @@ ndlite/device/transformer_fallbacks.py), on the kernels in kernels/transformer.c
   backward one kernel for grad_x and two for the weight and bias column sums (per block of
   rows, then the blocks in order).
 - causal_softmax: one kernel each way, a warp per row of scores.
+- dropout_mask: one grid-stride kernel, a counter-based draw per element.
 The row kernels run blocks of ROWS warps, one row each, reducing with warp shuffles.
 Empty tensors and non-float dtypes take the fallbacks. Every function takes the backend `b`
 first.
@@ -37,7 +38,7 @@ ROWS, ROW_BLOCKS = 4, 65536
 COLUMN_ROWS, COLUMN_BLOCKS = 64, 1024
 KERNELS = ("ndl_segment_chunks", "ndl_segment_rows", "ndl_layer_norm", "ndl_layer_norm_grad",
            "ndl_layer_norm_columns", "ndl_column_total", "ndl_causal_softmax",
-           "ndl_causal_softmax_grad")
+           "ndl_causal_softmax_grad", "ndl_dropout_mask")
 
 
 @cache
@@ -178,3 +179,18 @@ def causal_softmax_grad(b, grad, out, scale):
           (grad, out, grad_x, cast(rows), cast(length), cast(source),
            _scalar(out.dtype, scale)))
     return grad_x
+
+
+# ---- dropout_mask -----------------------------------------------------------------------------
+
+
+def dropout_mask(b, shape, p, seed, dtype):
+    dtype = np.dtype(dtype)
+    out = cupy.empty(tuple(shape), dtype=dtype)
+    if out.size == 0 or dtype not in FLOATS:
+        return tfb.dropout_mask(b, shape, p, seed, dtype)
+    name, cast = _index(out.size)
+    launch(_kernel("ndl_dropout_mask", dtype, name), out.size,
+           (out, np.uint64(seed), np.uint64(tfb.dropout_threshold(p)), dtype.type(1.0 / (1.0 - p)),
+            cast(out.size)))
+    return out

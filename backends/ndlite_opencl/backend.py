@@ -39,7 +39,7 @@ _MEMORY_ERRORS = ("MEM_OBJECT_ALLOCATION_FAILURE", "OUT_OF_RESOURCES", "OUT_OF_H
 _BOOL = np.dtype(bool)
 
 
-class OpenCLBackend(Backend):
+class OpenCLBackend(transformer.TransformerPaths, Backend):
     """ndlite on an OpenCL device: `opencl`, `opencl:N`, `opencl:cpu`, `opencl:gpu`.
 
     >>> import ndlite
@@ -366,22 +366,6 @@ class OpenCLBackend(Backend):
 
     def nll_loss_grad(self, grad_output, target, classes, ignore_index, reduction):
         return nn.nll_loss_grad(self, grad_output, target, classes, ignore_index, reduction)
-
-    # transformer fast paths (transformer.py)
-    def embedding_grad(self, grad, index, num_rows):
-        return transformer.embedding_grad(self, grad, index, num_rows)
-
-    def layer_norm(self, x, weight, bias, eps):
-        return transformer.layer_norm(self, x, weight, bias, eps)
-
-    def layer_norm_grad(self, grad, x, weight, mean, rstd, bias):
-        return transformer.layer_norm_grad(self, grad, x, weight, mean, rstd, bias)
-
-    def causal_softmax(self, x, scale):
-        return transformer.causal_softmax(self, x, scale)
-
-    def causal_softmax_grad(self, grad, out, scale):
-        return transformer.causal_softmax_grad(self, grad, out, scale)
 
     def sgd_step(self, param, grad, momentum_buffer, lr, momentum, dampening, nesterov,
                  weight_decay, first_step):

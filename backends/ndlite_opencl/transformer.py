@@ -169,3 +169,40 @@ def causal_softmax_grad(b, grad, out, scale):
               (group,), (grad_x.data, grad.data, out.data, out.dtype.type(scale),
                          b.layout((rows, length, source, 0), np.int32)))
     return grad_x
+
+
+# ---- dropout_mask -----------------------------------------------------------------------------
+
+
+def dropout_mask(b, shape, p, seed, dtype):
+    n = int(np.prod(shape, dtype=np.int64))
+    dtype = np.dtype(dtype)
+    if n == 0 or dtype.kind != "f":
+        return tfb.dropout_mask(b, shape, p, seed, dtype)
+    out = b._new(tuple(shape), dtype, "dropout")
+    b._launch(_kernel(b, "dropout_mask", dtype), n,
+              (out.data, np.uint64(seed), np.uint64(tfb.dropout_threshold(p)),
+               dtype.type(1.0 / (1.0 - p)), np.int64(n)))
+    return out
+
+
+class TransformerPaths:
+    """The transformer fast paths as methods, mixed into OpenCLBackend."""
+
+    def embedding_grad(self, grad, index, num_rows):
+        return embedding_grad(self, grad, index, num_rows)
+
+    def layer_norm(self, x, weight, bias, eps):
+        return layer_norm(self, x, weight, bias, eps)
+
+    def layer_norm_grad(self, grad, x, weight, mean, rstd, bias):
+        return layer_norm_grad(self, grad, x, weight, mean, rstd, bias)
+
+    def causal_softmax(self, x, scale):
+        return causal_softmax(self, x, scale)
+
+    def causal_softmax_grad(self, grad, out, scale):
+        return causal_softmax_grad(self, grad, out, scale)
+
+    def dropout_mask(self, shape, p, seed, dtype):
+        return dropout_mask(self, shape, p, seed, dtype)

@@ -62,6 +62,7 @@ FAST_PATHS = (
     "log_softmax", "nll_loss", "nll_loss_grad",
     "sgd_step", "rmsprop_step", "adam_step", "math", "math2", "argsort", "cumulative",
     "embedding_grad", "layer_norm", "layer_norm_grad", "causal_softmax", "causal_softmax_grad",
+    "dropout_mask",
 )
 #: queries and abilities beyond computing, with defaults that do nothing
 CAPABILITIES = ("device_name", "info", "memory_in_use", "synchronize", "defer_host_check",
@@ -70,7 +71,7 @@ CAPABILITIES = ("device_name", "info", "memory_in_use", "synchronize", "defer_ho
 OPTIONAL = DERIVED + FAST_PATHS + CAPABILITIES
 
 
-class Backend:
+class Backend(tfb.TransformerPaths):
     """Base class of every backend. Subclasses set `kind` and implement REQUIRED.
 
     Example (the NumPy backend, the reference):
@@ -344,16 +345,6 @@ class Backend:
         Fallback: scatter_add of those values at the labels."""
         return fallbacks.nll_loss_grad(self, grad_output, target, classes, ignore_index,
                                        reduction)
-
-    # transformer fast paths: transformer_fallbacks.py gives their shapes and formulas
-    def embedding_grad(self, grad, index, num_rows):
-        return tfb.embedding_grad(self, grad, index, num_rows)
-    def layer_norm(self, x, weight, bias, eps): return tfb.layer_norm(self, x, weight, bias, eps)
-    def layer_norm_grad(self, grad, x, weight, mean, rstd, bias):
-        return tfb.layer_norm_grad(self, grad, x, weight, mean, rstd, bias)
-    def causal_softmax(self, x, scale): return tfb.causal_softmax(self, x, scale)
-    def causal_softmax_grad(self, grad, out, scale):
-        return tfb.causal_softmax_grad(self, grad, out, scale)
 
     # Optimizer steps update `param` and their state buffers in place (same shape and dtype as
     # param; a state buffer that is None is not used). Hyperparameters are Python floats. They

@@ -19,7 +19,12 @@ Conventions: everything is float; a "row" is the last dim. Each function takes t
   entries above the diagonal (j > i, the top-left aligned lower triangle kept, PyTorch's
   is_causal) set to -inf: they come out exactly 0;
 - causal_softmax_grad(grad, out, scale) -> out * (grad - sum(grad * out, last dim)) * scale,
-  the gradient with respect to the unscaled x (masked entries: exactly 0).
+  the gradient with respect to the unscaled x (masked entries: exactly 0);
+- dropout_mask(shape, p, seed, dtype) -> the mask dropout multiplies by: 1 / (1 - p) where an
+  element is kept, 0 where dropped. Element i (row-major) is kept when the top 24 bits of
+  splitmix64(seed + (i + 1) * 0x9E3779B97F4A7C15) are >= floor(p * 2^24): a counter-based
+  draw, so every backend makes the same mask from one seed without moving it from the host,
+  and any element can be computed alone (the bits are exact integer arithmetic).
 """
 
 from __future__ import annotations
@@ -59,6 +64,48 @@ def layer_norm_grad(b, grad, x, weight, mean, rstd, bias):
     grad_weight = None if weight is None else b.sum(b.mul(grad, xhat), (0,), False)
     grad_bias = b.sum(grad, (0,), False) if bias else None
     return grad_x, grad_weight, grad_bias
+
+
+GOLDEN, MIX1, MIX2 = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
+
+
+def dropout_threshold(p: float) -> int:
+    """The 24-bit draw an element must reach to be kept."""
+    return int(p * (1 << 24))
+
+
+def dropout_mask(b, shape, p, seed, dtype):
+    n = int(np.prod(shape, dtype=np.int64))
+    with np.errstate(over="ignore"):
+        z = np.uint64(seed) + (np.arange(1, n + 1, dtype=np.uint64) * np.uint64(GOLDEN))
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(MIX1)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(MIX2)
+        z = z ^ (z >> np.uint64(31))
+    keep = (z >> np.uint64(40)) >= np.uint64(dropout_threshold(p))
+    scale = np.asarray(1.0 / (1.0 - p), dtype=dtype)
+    return b.from_numpy((keep * scale).astype(dtype).reshape(shape))
+
+
+class TransformerPaths:
+    """The defaults of the transformer fast paths, mixed into the Backend base class."""
+
+    def embedding_grad(self, grad, index, num_rows):
+        return embedding_grad(self, grad, index, num_rows)
+
+    def layer_norm(self, x, weight, bias, eps):
+        return layer_norm(self, x, weight, bias, eps)
+
+    def layer_norm_grad(self, grad, x, weight, mean, rstd, bias):
+        return layer_norm_grad(self, grad, x, weight, mean, rstd, bias)
+
+    def causal_softmax(self, x, scale):
+        return causal_softmax(self, x, scale)
+
+    def causal_softmax_grad(self, grad, out, scale):
+        return causal_softmax_grad(self, grad, out, scale)
+
+    def dropout_mask(self, shape, p, seed, dtype):
+        return dropout_mask(self, shape, p, seed, dtype)
 
 
 def causal_mask(length: int, source: int) -> np.ndarray:

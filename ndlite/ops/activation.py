@@ -6,8 +6,6 @@ from __future__ import annotations
 import math
 import numbers
 
-import numpy as np
-
 from ..creation import generator, manual_seed
 from ..errors import DTypeError
 from ..tensor import Tensor, _dim
@@ -218,8 +216,9 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
 
 def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
     """Zeroes each element with probability `p` and scales the rest by 1 / (1 - p) while
-    training; the identity in eval mode. The mask comes from ndlite's seeded host generator
-    (`ndlite.manual_seed`), so a seed gives the same mask on every backend.
+    training; the identity in eval mode. The mask is drawn on the device from one seed of
+    ndlite's host generator (`ndlite.manual_seed`), so a seed gives the same mask on every
+    backend.
 
     >>> import ndlite
     >>> ndlite.nn.functional.dropout(ndlite.ones(4), 0.5, training=False).tolist()
@@ -232,9 +231,11 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
         return input
     if p == 1.0:
         return input * 0.0
-    keep = generator().random(input.shape) >= p
-    scale = (keep / (1.0 - p)).astype(input.dtype)
-    mask = Tensor._make(input._backend.from_numpy(np.ascontiguousarray(scale)), input._backend)
+    # one 63-bit seed from the host generator; the backend draws the mask from it where the
+    # data lives (a counter-based hash, the same bits on every backend: protocol.dropout_mask)
+    seed = int(generator().integers(0, 2**63))
+    backend = input._backend
+    mask = Tensor._make(backend.dropout_mask(input.shape, float(p), seed, input.dtype), backend)
     return input * mask
 
 

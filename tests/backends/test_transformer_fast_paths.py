@@ -41,10 +41,11 @@ def dev(b, a):
     return None if a is None else b.from_numpy(np.ascontiguousarray(a))
 
 
-def close(got, ref, dtype, roundings, what):
+def close(got, ref, dtype, roundings, what, terms=0.0):
     """|got - ref| within the policy's transcendental bound, S the array's largest magnitude
-    plus the element's own (normalizations: errors scale with the row, not the element)."""
-    scale = np.abs(ref) + (np.abs(ref).max() if ref.size else 0.0)
+    plus the element's own (normalizations: errors scale with the row, not the element) plus
+    `terms`, the size of what a result is the difference of."""
+    scale = np.abs(ref) + (np.abs(ref).max() if ref.size else 0.0) + terms
     verdict = judge(got, ref, "transcendental", dtype, scale=scale, roundings=roundings)
     assert verdict.ok, f"{what}: {verdict.message}"
 
@@ -131,7 +132,10 @@ def _layer_norm64(x, w, bias, g, eps=1e-5):
     y = xhat * (1 if w is None else w) + (0 if bias is None else bias)
     gw = g * (1 if w is None else w)
     gx = rstd * (gw - gw.mean(1, keepdims=True) - xhat * (gw * xhat).mean(1, keepdims=True))
-    return (y, mean[:, 0], rstd[:, 0]), (gx, (g * xhat).sum(0), g.sum(0))
+    # grad_x is a difference of terms of size rstd * |gw|: a row of equal values (rstd huge,
+    # xhat 0) leaves it exactly 0 in exact arithmetic but rounding of the mean shows, scaled
+    terms = rstd * (np.abs(gw) + np.abs(gw).mean(1, keepdims=True))
+    return (y, mean[:, 0], rstd[:, 0]), (gx, (g * xhat).sum(0), g.sum(0)), terms
 
 
 @pytest.mark.parametrize("shape", NORM_SHAPES, ids=[str(s) for s in NORM_SHAPES])
@@ -144,7 +148,7 @@ def test_layer_norm_forward_and_backward(backend, shape, affine):
         w, bias = ((r.standard_normal(shape[1]).astype(dtype) if affine else None)
                    for _ in range(2))
         g = r.standard_normal(shape).astype(dtype)
-        forward, backward = _layer_norm64(x, w, bias, g.astype(np.float64))
+        forward, backward, terms = _layer_norm64(x, w, bias, g.astype(np.float64))
         args = (dev(b, x), dev(b, w), dev(b, bias), 1e-5)
         for impl in (b.layer_norm, fallback(b, "layer_norm")):
             out = impl(*args)
@@ -162,7 +166,7 @@ def test_layer_norm_forward_and_backward(backend, shape, affine):
                     assert got is None, what
                     continue
                 close(host(b, got), ref, dtype, 2 * shape[1] + shape[0] + 8,
-                      f"layer_norm_grad {what}")
+                      f"layer_norm_grad {what}", terms if what == "x" else 0.0)
         first, second = b.layer_norm_grad(*grad_args), b.layer_norm_grad(*grad_args)
         for one, two in zip(first, second, strict=True):
             if one is not None:
@@ -275,7 +279,7 @@ def test_opencl_row_kernels_with_real_work_groups(backend, monkeypatch, group):
         x = (r.standard_normal((5, 37)) + 1).astype(dtype)
         w = r.standard_normal(37).astype(dtype)
         g = r.standard_normal((5, 37)).astype(dtype)
-        forward, backward = _layer_norm64(x, w, w, g.astype(np.float64))
+        forward, backward, _ = _layer_norm64(x, w, w, g.astype(np.float64))
         y, mean, rstd = b.layer_norm(dev(b, x), dev(b, w), dev(b, w), 1e-5)
         for got, ref in zip((y, mean, rstd), forward, strict=True):
             close(host(b, got), ref, dtype, 41, "layer_norm")
@@ -323,3 +327,44 @@ def test_the_ops_match_pytorch_to_second_order():
         results.append([t.detach().numpy() for t in (out, *first, *second)])
     for got, want in zip(*results, strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-10)
+
+
+# ---- dropout_mask -----------------------------------------------------------------------------
+
+
+def _splitmix_keep(seed: int, i: int, p: float) -> bool:
+    """Element i of the mask in plain Python integers (the contract's formula, written again)."""
+    m = (1 << 64) - 1
+    z = (seed + (i + 1) * 0x9E3779B97F4A7C15) & m
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & m
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & m
+    z ^= z >> 31
+    return (z >> 40) >= int(p * (1 << 24))
+
+
+@pytest.mark.parametrize("shape, p, seed", [((64, 6, 256, 256), 0.2, 12345), ((7, 33), 0.5, 0),
+                                            ((1,), 0.9, 2**63 - 1), ((0, 4), 0.3, 7),
+                                            ((3000,), 0.0001, 99)])
+def test_dropout_mask_is_the_counter_based_draw_on_every_backend(backend, shape, p, seed):
+    b = backend
+    for dtype in dtypes(b):
+        got = host(b, b.dropout_mask(shape, p, seed, np.dtype(dtype)))
+        want = host(b, fallback(b, "dropout_mask")(shape, p, seed, np.dtype(dtype)))
+        assert got.shape == shape and got.dtype == np.dtype(dtype)
+        same_bits(got, want, "dropout_mask against the fallback")
+        flat = got.reshape(-1)
+        scale = np.dtype(dtype).type(1 / (1 - p))
+        assert np.isin(flat, [0, scale]).all()
+        for i in np.linspace(0, flat.size - 1, min(flat.size, 50)).astype(int):
+            assert (flat[i] != 0) == _splitmix_keep(seed, int(i), p), i
+        if flat.size > 10**6:  # the dropped fraction is p, to within 5 standard deviations
+            assert abs((flat == 0).mean() - p) < 5 * np.sqrt(p * (1 - p) / flat.size)
+
+
+def test_dropout_draws_fresh_masks_and_repeats_under_a_seed(backend):
+    x = ndlite.ones(10_000, backend=backend)
+    ndlite.manual_seed(3)
+    first, second = F.dropout(x, 0.5).numpy(), F.dropout(x, 0.5).numpy()
+    ndlite.manual_seed(3)
+    again = F.dropout(x, 0.5).numpy()
+    assert not np.array_equal(first, second) and np.array_equal(first, again)

@@ -196,3 +196,20 @@ __global__ void ndl_causal_softmax_grad(const T* grad, const T* out, T* grad_x, 
       grad_x[r * S + j] = j < keep ? (out[r * S + j] * (grad[r * S + j] - s)) * scale : T(0);
   }
 }
+
+// ---- dropout_mask ----------------------------------------------------------------------------
+
+// out[i] = scale where the top 24 bits of splitmix64(seed + (i + 1) * golden) reach threshold,
+// else 0 (ndlite/device/transformer_fallbacks.py): one counter-based draw per element.
+template <typename T, typename I>
+__global__ void ndl_dropout_mask(T* out, unsigned long long seed, unsigned long long threshold,
+                                 T scale, I n) {
+  for (I i = static_cast<I>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<I>(gridDim.x) * blockDim.x) {
+    unsigned long long z = seed + static_cast<unsigned long long>(i + 1) * 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z = z ^ (z >> 31);
+    out[i] = (z >> 40) >= threshold ? scale : T(0);
+  }
+}

@@ -200,3 +200,19 @@ void causal_softmax_grad(__global T* grad_x, __global const T* grad, __global co
     for (IDX j = t; j < S; j += WG)
         grad_x[r * S + j] = j < keep ? (out[r * S + j] * (grad[r * S + j] - s)) * scale : (T)0;
 }
+
+// ---- dropout_mask: out[i] = scale where splitmix64(seed + (i + 1) * golden) >> 40 reaches
+// threshold, else 0 (ndlite/device/transformer_fallbacks.py) ------------------------------------
+
+__kernel void dropout_mask(__global T* out, const ulong seed, const ulong threshold,
+                           const T scale, const long n)
+{
+    const long i = get_global_id(0);
+    if (i >= n)
+        return;
+    ulong z = seed + (ulong)(i + 1) * 0x9E3779B97F4A7C15UL;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9UL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBUL;
+    z = z ^ (z >> 31);
+    out[i] = (z >> 40) >= threshold ? scale : (T)0;
+}
