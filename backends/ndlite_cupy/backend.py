@@ -110,14 +110,14 @@ def _pin_fp32_matmul() -> None:
 
 
 #: primitives that are the backend's own kernels (kernels/), bound as instance attributes
-_KERNEL_PRIMITIVES = ("add", "sub", "mul", "div", "pow", "maximum", "minimum",
-                      "eq", "ne", "lt", "le", "gt", "ge", "relu", "sigmoid", "erf")
+_KERNEL_PRIMITIVES = ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne",
+                      "lt", "le", "gt", "ge", "relu", "sigmoid", "erf", "gelu", "gelu_grad")
 
 #: every primitive and fast path of the contract (what runs on a device)
-_PRIMITIVES = tuple(sorted(
-    name for name, value in vars(Backend).items()
+_PRIMITIVES = tuple(sorted({
+    name for klass in Backend.__mro__ for name, value in vars(klass).items()
     if callable(value) and not name.startswith("_") and name != "device_name"
-))
+}))
 
 
 def _on_device(fn, device):
@@ -168,10 +168,10 @@ class CupyBackend(XpBackend):
         self._kernels = k = kernels()
         for name in _KERNEL_PRIMITIVES:
             setattr(self, name, getattr(k, name))
-        from . import blas, nn, optim, transformer
+        from . import blas, columns, nn, optim, transformer
 
         self._indexing, self._blas, self._nn, self._optim = indexing, blas, nn, optim
-        self._transformer = transformer
+        self._transformer, self._columns = transformer, columns
         if switch_device is None:
             switch_device = index != cupy.cuda.runtime.getDevice()
         self.switch_device = switch_device
@@ -260,6 +260,9 @@ class CupyBackend(XpBackend):
         return super().math(name, x)
 
     def matmul(self, a, b):
+        if a.ndim > 2 and b.ndim == 2 and a.size and a.flags.c_contiguous:  # one GEMM,
+            out = self.matmul(a.reshape(-1, a.shape[-1]), b)  # not a batch of small ones
+            return out.reshape(a.shape[:-1] + (b.shape[1],))
         if self._recording is not None:  # CuPy refuses its own cuBLAS calls in a capture
             return self._blas.capturable_matmul(a, b)
         return self.xp.matmul(a, b)
@@ -269,6 +272,9 @@ class CupyBackend(XpBackend):
     def sum(self, x, axes, keepdims):
         if not axes:  # NumPy reduces nothing, but sums bool and int32 to int64 all the same
             return x.astype(np.int64) if x.dtype.kind in "biu" else x.copy()
+        k = self._columns.leading(x, axes)
+        if k:  # over leading axes (bias gradients): blocked kernels, in double
+            return self._columns.column_sum(x, k, keepdims)
         if x.dtype == np.float32:  # accumulate in float64: accurate along any axis
             return x.sum(axis=axes, keepdims=keepdims, dtype=np.float64).astype(np.float32)
         return x.sum(axis=axes, keepdims=keepdims)

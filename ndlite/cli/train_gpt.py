@@ -197,10 +197,11 @@ def _write_outputs(args, model, optimizer, data, config, backend, reports, sampl
               "vocabulary": "".join(data.chars)}, args.save)
         print(f"saved the model, optimizer state and vocabulary to {args.save}")
     if args.json:
+        from ..benchmark import machine_info
+
         with open(args.json, "w") as f:
             json.dump({"command": " ".join(["ndlite", *sys.argv[1:]]),
-                       "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                        "config": config, "backend": backend.name,
-                       "device": backend.device_name(), "reports": reports,
-                       "sample": sample}, f, indent=2)
+                       "device": backend.device_name(), "machine": machine_info([backend]),
+                       "reports": reports, "sample": sample}, f, indent=2)
 
