@@ -171,7 +171,7 @@ class CupyBackend(XpBackend):
         from . import blas, columns, nn, optim, transformer
 
         self._indexing, self._blas, self._nn, self._optim = indexing, blas, nn, optim
-        self._transformer, self._columns = transformer, columns
+        self._transformer_kernels, self._columns = transformer, columns
         if switch_device is None:
             switch_device = index != cupy.cuda.runtime.getDevice()
         self.switch_device = switch_device
@@ -345,26 +345,11 @@ class CupyBackend(XpBackend):
         return self._nn.nll_loss_grad(self, grad_output, target, classes, ignore_index,
                                       reduction)
 
-    # transformer fast paths (transformer.py)
-    def embedding_grad(self, grad, index, num_rows):
-        return self._transformer.embedding_grad(self, grad, index, num_rows)
-
-    def layer_norm(self, x, weight, bias, eps):
-        return self._transformer.layer_norm(self, x, weight, bias, eps)
-
-    def layer_norm_grad(self, grad, x, weight, mean, rstd, bias):
-        return self._transformer.layer_norm_grad(self, grad, x, weight, mean, rstd, bias)
-
-    def causal_softmax(self, x, scale):
-        return self._transformer.causal_softmax(self, x, scale)
-
-    def causal_softmax_grad(self, grad, out, scale):
-        return self._transformer.causal_softmax_grad(self, grad, out, scale)
-
+    # the transformer paths come from Backend, on transformer.py (`_transformer_kernels`)
     def dropout_mask(self, shape, p, seed, dtype):
         if self._recording is not None:  # a replay would reuse the recorded seed's mask
             raise graph.refused("dropout")
-        return self._transformer.dropout_mask(self, shape, p, seed, dtype)
+        return self._transformer_kernels.dropout_mask(self, shape, p, seed, dtype)
 
     def sgd_step(self, param, grad, momentum_buffer, lr, momentum, dampening, nesterov,
                  weight_decay, first_step):

@@ -39,7 +39,7 @@ _MEMORY_ERRORS = ("MEM_OBJECT_ALLOCATION_FAILURE", "OUT_OF_RESOURCES", "OUT_OF_H
 _BOOL = np.dtype(bool)
 
 
-class OpenCLBackend(transformer.TransformerPaths, Backend):
+class OpenCLBackend(Backend):
     """ndlite on an OpenCL device: `opencl`, `opencl:N`, `opencl:cpu`, `opencl:gpu`.
 
     >>> import ndlite
@@ -50,6 +50,7 @@ class OpenCLBackend(transformer.TransformerPaths, Backend):
 
     kind = "opencl"
     asynchronous = True
+    _transformer_kernels = transformer  # the transformer paths' kernels (Backend calls them)
 
     def __init__(self, device: str | None = None):
         self.index, self.device = devices.select(device)

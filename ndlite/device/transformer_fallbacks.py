@@ -35,6 +35,7 @@ Conventions: everything is float; a "row" is the last dim. Each function takes t
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 
@@ -114,25 +115,31 @@ def gelu_grad(b, grad, x, approximate):
 
 
 class TransformerPaths:
-    """The defaults of the transformer fast paths, mixed into the Backend base class."""
+    """The transformer fast paths, mixed into the Backend base class. Each calls the function
+    of its name in `_transformer_kernels`: this module (the fallbacks) unless a backend names
+    its own module of kernels (ndlite_cupy/transformer.py, ndlite_opencl/transformer.py), whose
+    functions take the backend first, as these do. gelu's are fallbacks here; a backend with a
+    fused kernel overrides the method."""
+
+    _transformer_kernels = sys.modules[__name__]
 
     def embedding_grad(self, grad, index, num_rows):
-        return embedding_grad(self, grad, index, num_rows)
+        return self._transformer_kernels.embedding_grad(self, grad, index, num_rows)
 
     def layer_norm(self, x, weight, bias, eps):
-        return layer_norm(self, x, weight, bias, eps)
+        return self._transformer_kernels.layer_norm(self, x, weight, bias, eps)
 
     def layer_norm_grad(self, grad, x, weight, mean, rstd, bias):
-        return layer_norm_grad(self, grad, x, weight, mean, rstd, bias)
+        return self._transformer_kernels.layer_norm_grad(self, grad, x, weight, mean, rstd, bias)
 
     def causal_softmax(self, x, scale):
-        return causal_softmax(self, x, scale)
+        return self._transformer_kernels.causal_softmax(self, x, scale)
 
     def causal_softmax_grad(self, grad, out, scale):
-        return causal_softmax_grad(self, grad, out, scale)
+        return self._transformer_kernels.causal_softmax_grad(self, grad, out, scale)
 
     def dropout_mask(self, shape, p, seed, dtype):
-        return dropout_mask(self, shape, p, seed, dtype)
+        return self._transformer_kernels.dropout_mask(self, shape, p, seed, dtype)
 
     def gelu(self, x, approximate):
         return gelu(self, x, approximate)
