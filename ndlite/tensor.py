@@ -14,6 +14,7 @@ import numpy as np
 
 from . import graph
 from .device.registry import Device
+from .dtypes import is_floating
 from .errors import DTypeError, ShapeError
 
 
@@ -94,7 +95,7 @@ class Tensor:
         return Device.of(self._backend)
 
     def is_floating_point(self) -> bool:
-        return self._data.dtype.kind == "f"
+        return is_floating(self._data.dtype)
 
     # ---- autograd metadata ---------------------------------------------------------------
 

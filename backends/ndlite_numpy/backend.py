@@ -15,7 +15,8 @@ import platform
 
 import numpy as np
 
-from ndlite.device import BackendUnavailableError, XpBackend
+from ndlite.device import Backend, BackendUnavailableError, XpBackend
+from ndlite.dtypes import HALF
 
 from . import kernels, nn, optim, scratch, threads
 
@@ -98,6 +99,8 @@ class NumpyBackend(XpBackend):
 
     kind = "numpy"
     name = "numpy"
+    #: half precision is stored in half and computed in float32, rounded once (halfmath.py)
+    dtypes = Backend.dtypes | frozenset(HALF)
 
     def __init__(self, device: str | None = None):
         if device not in (None, "", "0", "cpu"):

@@ -4,7 +4,7 @@ to their promoted dtype with `astype`."""
 
 from __future__ import annotations
 
-from ..dtypes import as_dtype
+from ..dtypes import as_dtype, is_floating
 from ..errors import DTypeError
 from ..graph import attach
 from ..tensor import Tensor
@@ -48,7 +48,7 @@ def astype(x: Tensor, dtype) -> Tensor:
     if dtype not in x._backend.dtypes:
         raise DTypeError(f"astype: backend {x._backend.name} does not support {dtype}")
     out = Tensor._make(x._backend.astype(x._data, dtype), x._backend)
-    if dtype.kind != "f":
+    if not is_floating(dtype):
         return out
     return attach(AsType, (x,), out, {"dtype": dtype, "source": x.dtype})
 
