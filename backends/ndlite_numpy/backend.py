@@ -16,7 +16,7 @@ import platform
 import numpy as np
 
 from ndlite.device import Backend, BackendUnavailableError, XpBackend
-from ndlite.dtypes import HALF
+from ndlite.dtypes import HALF, is_floating
 
 from . import kernels, nn, optim, scratch, threads
 
@@ -82,7 +82,7 @@ def _select_bits(cond, a, b):
             if v.dtype != dtype or v.shape != cond.shape:
                 return None
             bits.append(v.view(itype))
-        elif isinstance(v, float if dtype.kind == "f" else int) and not isinstance(v, bool):
+        elif isinstance(v, float if is_floating(dtype) else int) and not isinstance(v, bool):
             bits.append(np.asarray(v, dtype).view(itype))
         else:
             return None

@@ -7,6 +7,7 @@ import math
 import numbers
 
 from ..creation import generator, manual_seed
+from ..dtypes import is_floating
 from ..errors import DTypeError
 from ..tensor import Tensor, _dim
 from . import samples
@@ -19,7 +20,7 @@ from .unary import exp
 def _float_input(x: Tensor, op: str) -> None:
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}: expected a tensor, got {type(x).__name__}")
-    if x.dtype.kind != "f":
+    if not is_floating(x.dtype):
         raise DTypeError(f"{op}: expected a floating tensor, got {x.dtype} (shape {x.shape})")
 
 

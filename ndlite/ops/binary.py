@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from ..dtypes import as_dtype, bool_
+from ..dtypes import as_dtype, bool_, is_floating
 from ..errors import DTypeError
 from ..tensor import Tensor
 from .dispatch import binary, unary, unbroadcast
@@ -283,7 +283,7 @@ def clamp(x: Tensor, min=None, max=None) -> Tensor:  # noqa: A002 - torch's name
         params["min"] = min
     if max is not None:
         params["max"] = max
-    if x.dtype.kind != "f" and any(isinstance(v, float) for v in params.values()):
+    if not is_floating(x.dtype) and any(isinstance(v, float) for v in params.values()):
         x = x.to(as_dtype("float32"))
     return unary(Clamp, x, **params)
 

@@ -4,7 +4,7 @@ fully connected layer)."""
 
 from __future__ import annotations
 
-from ..dtypes import promote
+from ..dtypes import is_floating, promote
 from ..errors import DTypeError, ShapeError
 from ..graph import mode, record
 from ..tensor import Tensor
@@ -73,7 +73,7 @@ def _operands(a, b, op: str):
         if not isinstance(a, Tensor) or not isinstance(b, Tensor):
             raise TypeError(f"{op}: both operands must be tensors")
     da, db = a._data.dtype, b._data.dtype
-    if da is db and da.kind == "f":
+    if da is db and is_floating(da):
         return a, b
     if da.kind == "b" or db.kind == "b":
         raise DTypeError(f"{op}: bool tensors are not supported (shapes {a.shape} and {b.shape})")
@@ -180,7 +180,7 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         raise ShapeError(f"linear: bias must have shape ({weight.shape[0]},), got {bias.shape}")
     dtype = x.dtype
     for t in tensors:
-        if t.dtype != dtype or t.dtype.kind != "f":
+        if t.dtype != dtype or not is_floating(t.dtype):
             raise DTypeError(f"linear: input, weight and bias must share one floating dtype, "
                              f"got {[str(t.dtype) for t in tensors]}")
     if x.ndim == 1:

@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 
+from ..dtypes import is_floating
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 from .reduce import mean
@@ -21,7 +22,7 @@ NORM = Sampler("norm", "a well-conditioned input, with params['kind'] 'group' (N
 
 def _check_float(op: str, tensors) -> None:
     for t in tensors:
-        if t is not None and t.dtype.kind != "f":
+        if t is not None and not is_floating(t.dtype):
             raise DTypeError(f"{op}: expected floating tensors, got {t.dtype}")
 
 

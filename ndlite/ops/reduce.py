@@ -11,7 +11,7 @@ import builtins
 from collections import namedtuple
 
 from .. import creation, graph
-from ..dtypes import bool_, int64
+from ..dtypes import bool_, int64, is_floating
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor, _dim
 from . import samples
@@ -79,7 +79,7 @@ def sum(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:  # no
     axes = axes_of(dim, len(x._data.shape), "sum")
     if dtype is not None:
         x = x.to(dtype)
-    elif x._data.dtype.kind != "f":
+    elif not is_floating(x._data.dtype):
         x = x.to(int64)
     # the hottest reduction (every unbroadcast in a backward pass): called directly, not
     # through unary's keyword packing
@@ -100,7 +100,7 @@ def _count(x: Tensor, axes: tuple) -> int:
 
 def mean(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     """Mean over `dim` (all dims by default); floating tensors only, as in PyTorch."""
-    if x.dtype.kind != "f":
+    if not is_floating(x.dtype):
         raise DTypeError(f"mean: needs a floating tensor, got {x.dtype} (shape {x.shape}); "
                          "use .float() first")
     axes = axes_of(dim, x.ndim, "mean")
@@ -112,7 +112,7 @@ def var(x: Tensor, dim=None, keepdim: bool = False, correction: int = 1,
     """Variance over `dim` with Bessel's correction by default (`correction=1`)."""
     if unbiased is not None:
         correction = 1 if unbiased else 0
-    if x.dtype.kind != "f":
+    if not is_floating(x.dtype):
         raise DTypeError(f"var: needs a floating tensor, got {x.dtype}")
     axes = axes_of(dim, x.ndim, "var")
     centered = x - mean(x, axes, keepdim=True)
@@ -276,7 +276,7 @@ def logsumexp(x: Tensor, dim, keepdim: bool = False) -> Tensor:
     >>> round(ndlite.tensor([1000.0, 1000.0]).logsumexp(0).item(), 3)
     1000.693
     """
-    if x.dtype.kind != "f":
+    if not is_floating(x.dtype):
         x = x.float()
     axes = axes_of(dim, x.ndim, "logsumexp")
     if x.numel() == 0:  # a sum over nothing is 0: log gives -inf, as in PyTorch

@@ -30,6 +30,7 @@ import numpy as np
 import ndlite
 
 from ..device.registry import get_backend
+from ..dtypes import is_floating
 from ..ops.registry import EXACT, SCALED, TRANSCENDENTAL, resolve
 from .catalog import get_op
 from .magnitude import magnitude_backend, recording_backend
@@ -129,7 +130,7 @@ def _cast_floats(arrays: list, dtype, magnitude: bool = False) -> list:
     out = []
     for a in arrays:
         a = np.asarray(a)
-        if a.dtype.kind == "f":
+        if is_floating(a.dtype):
             a = a.astype(dtype)
             if magnitude:
                 a = np.abs(a)
@@ -146,7 +147,7 @@ def _bound(spec, inputs: list, params: dict) -> np.ndarray:
 
 
 def _expected_dtype(reference: np.ndarray, dtype: np.dtype) -> np.dtype:
-    return dtype if reference.dtype.kind == "f" else reference.dtype
+    return dtype if is_floating(reference.dtype) else reference.dtype
 
 
 def _judge_one(actual, reference, tol, dtype, scale=None, roundings=None) -> Verdict:
@@ -225,7 +226,7 @@ def compare(op, case: Case, backend, dtype, seed: int = 0, determinism: bool = T
     for k, (a, r) in enumerate(zip(actual.outputs, reference.outputs, strict=False)):
         what = "value" if len(actual.outputs) == 1 else f"value[{k}]"
         scale = roundings = None
-        if tol != EXACT and r.dtype.kind == "f":
+        if tol != EXACT and is_floating(r.dtype):
             roundings = counts.outputs[k]
             if tol == SCALED:
                 own = spec.bound is not None and order == 1

@@ -20,6 +20,7 @@ import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from ..dtypes import is_floating
 from ..ops import samples
 
 SAMPLERS: dict = {}  # ndlite.ops.samples.Sampler -> strategy factory
@@ -38,7 +39,7 @@ class Case:
     def differentiable(self) -> list[int]:
         if self.grad is not None:
             return self.grad
-        return [i for i, a in enumerate(self.inputs) if a.dtype.kind == "f"]
+        return [i for i, a in enumerate(self.inputs) if is_floating(a.dtype)]
 
     def call(self, fn, tensors):
         if self.invoke is not None:

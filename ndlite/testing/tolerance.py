@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..dtypes import is_floating
 from ..ops.registry import EXACT, SCALED, TRANSCENDENTAL
 
 TRANSCENDENTAL_TOL = {np.dtype("float32"): (1e-5, 1e-6), np.dtype("float64"): (1e-12, 1e-13)}
@@ -48,7 +49,7 @@ def _same_nonfinite(actual: np.ndarray, reference: np.ndarray) -> np.ndarray:
 
 def _exact(actual: np.ndarray, reference: np.ndarray) -> Verdict:
     expected = reference.astype(actual.dtype) if reference.dtype != actual.dtype else reference
-    if actual.dtype.kind == "f":
+    if is_floating(actual.dtype):
         same = (actual == expected) | (np.isnan(actual) & np.isnan(expected))
         same &= np.signbit(actual) == np.signbit(expected)  # bitwise: -0.0 and 0.0 differ
     else:
