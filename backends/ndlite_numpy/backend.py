@@ -16,6 +16,7 @@ import platform
 import numpy as np
 
 from ndlite.device import Backend, BackendUnavailableError, XpBackend
+from ndlite.device.halfmath import compute_in_float32
 from ndlite.dtypes import HALF, is_floating
 
 from . import kernels, nn, optim, scratch, threads
@@ -99,7 +100,8 @@ class NumpyBackend(XpBackend):
 
     kind = "numpy"
     name = "numpy"
-    #: half precision is stored in half and computed in float32, rounded once (halfmath.py)
+    #: half precision is stored in half, computed in float32 and rounded once
+    #: (ndlite/device/halfmath.py)
     dtypes = Backend.dtypes | frozenset(HALF)
 
     def __init__(self, device: str | None = None):
@@ -119,6 +121,7 @@ class NumpyBackend(XpBackend):
                 return _integer_pow(np.asarray(a), np.asarray(b))  # (and PyTorch) truncate
 
         self.pow = pow
+        compute_in_float32(self)  # half buffers: contractions in float32, rounded once
 
     def _array_result(self, ufunc, arity):
         return _array_ufunc(ufunc, arity)

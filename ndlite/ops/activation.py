@@ -11,6 +11,7 @@ from ..dtypes import is_floating
 from ..errors import DTypeError
 from ..tensor import Tensor, _dim
 from . import samples
+from .cast import forward_in_float32
 from .dispatch import unary
 from .elementwise import where
 from .registry import TRANSCENDENTAL, Op, Spec, declare, implements, register
@@ -76,6 +77,7 @@ class Softmax(Op):
     save_output = True
 
     @staticmethod
+    @forward_in_float32  # exp of a log_softmax rounded to half would lose ulps
     def forward(b, x, axis):
         if not x.shape:
             return b.add(b.sub(x, x), 1)

@@ -16,6 +16,7 @@ from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor, _dim
 from . import samples
 from .binary import maximum, minimum
+from .cast import widened
 from .dispatch import unary
 from .elementwise import where
 from .gather import gather
@@ -98,6 +99,7 @@ def _count(x: Tensor, axes: tuple) -> int:
     return n
 
 
+@widened
 def mean(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     """Mean over `dim` (all dims by default); floating tensors only, as in PyTorch."""
     if not is_floating(x.dtype):
@@ -107,6 +109,7 @@ def mean(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     return sum(x, axes, keepdim) / _count(x, axes)
 
 
+@widened
 def var(x: Tensor, dim=None, keepdim: bool = False, correction: int = 1,
         unbiased: bool | None = None) -> Tensor:
     """Variance over `dim` with Bessel's correction by default (`correction=1`)."""
@@ -119,6 +122,7 @@ def var(x: Tensor, dim=None, keepdim: bool = False, correction: int = 1,
     return sum(centered * centered, axes, keepdim) / builtins.max(_count(x, axes) - correction, 0)
 
 
+@widened
 def std(x: Tensor, dim=None, keepdim: bool = False, correction: int = 1,
         unbiased: bool | None = None) -> Tensor:
     """Standard deviation: the square root of `var` (gradient 0 where it is 0, as PyTorch's,
@@ -269,6 +273,7 @@ def argmin(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     return _arg(x, dim, keepdim, "argmin", "argmin")
 
 
+@widened
 def logsumexp(x: Tensor, dim, keepdim: bool = False) -> Tensor:
     """log(sum(exp(x), dim)), without overflow.
 
