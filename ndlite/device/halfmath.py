@@ -82,6 +82,16 @@ def in_float32(fn, name: str):
     return call
 
 
+def scalar_in_float32(ufunc, a, b):
+    """`ufunc(a, b)` for a half array and a Python number, as PyTorch computes it: the
+    number in float32 (not rounded to the half first, as NumPy's float16 does; ml_dtypes'
+    bfloat16 would even return float32), the result rounded once to the half. Also any
+    binary ufunc on halves that must go by float32 (NumPy's float16 maximum on signed zeros)."""
+    half = _half_dtype((a, b))
+    r = ufunc(_up(a), _up(b))
+    return r.astype(half) if r.dtype.kind == "f" else r  # a float64 NumPy scalar widens
+
+
 def compute_in_float32(backend, names=CONTRACTIONS + IN_PLACE) -> None:
     """Wrap `backend`'s methods `names` with `in_float32`, as instance attributes."""
     for name in names:

@@ -10,7 +10,7 @@ from ..graph import mode, record
 from ..tensor import Tensor
 from . import samples
 from .dispatch import broadcast_shapes, cast, check_same_backend, nary, unbroadcast
-from .registry import SCALED, Op, Spec, declare, implements, register
+from .registry import ROUNDS_ONCE, SCALED, Op, Spec, declare, implements, register
 
 _make = Tensor._make
 
@@ -37,7 +37,7 @@ def _result_shape(x_shape: tuple, y_shape: tuple) -> tuple:
 @register
 class Matmul(Op):
     name = "matmul"
-    spec = Spec(samples.MATMUL, tol=SCALED, second_order=True)
+    spec = Spec(samples.MATMUL, tol=SCALED, second_order=True, half_tol=ROUNDS_ONCE)
     save_inputs = True
 
     @staticmethod
@@ -188,6 +188,8 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     return nary(Linear, tensors)
 
 
-declare("mm", Spec(samples.MATMUL, tol=SCALED, params={"ndim": (2, 2)}), mm)
-declare("bmm", Spec(samples.MATMUL, tol=SCALED, params={"ndim": (3, 3), "same_batch": True}), bmm)
-declare("dot", Spec(samples.MATMUL, tol=SCALED, params={"ndim": (1, 1)}), dot)
+_CONTRACTION = {"tol": SCALED, "half_tol": ROUNDS_ONCE}
+declare("mm", Spec(samples.MATMUL, params={"ndim": (2, 2)}, **_CONTRACTION), mm)
+declare("bmm", Spec(samples.MATMUL, params={"ndim": (3, 3), "same_batch": True}, **_CONTRACTION),
+        bmm)
+declare("dot", Spec(samples.MATMUL, params={"ndim": (1, 1)}, **_CONTRACTION), dot)

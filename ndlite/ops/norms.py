@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
-from ..dtypes import is_floating
+from ..dtypes import finfo, is_floating
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 from .reduce import mean
@@ -92,7 +90,7 @@ def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
         raise ShapeError(f"{op}: weight must have the normalized shape {shape}, got "
                          f"{weight.shape}")
     if eps is None:
-        eps = float(np.finfo(input.dtype).eps)
+        eps = float(finfo(input.dtype).eps)
     dims = tuple(range(input.ndim - len(shape), input.ndim))
     out = input / (mean(input * input, dims, keepdim=True) + eps).sqrt()
     return out if weight is None else out * weight
