@@ -15,12 +15,12 @@ import re
 import numpy as np
 
 from ndlite.device import Backend
-from ndlite.device.halfmath import CONTRACTIONS, IN_PLACE, compute_in_float32
+from ndlite.device.halfmath import CONTRACTIONS, IN_PLACE, SELECTIONS, compute_in_float32
 from ndlite.dtypes import HALF
 
 #: CuPy's own ufuncs and reductions that run on float32 copies of halves as well: its bfloat16
 #: support is new (CuPy 14), and the signed zeros of max/min must stay the contract's
-BY_FLOAT32 = ("exp", "log", "sqrt", "tanh", "neg", "abs", "sign", "max", "min")
+BY_FLOAT32 = ("exp", "log", "sqrt", "tanh", "neg", "abs", "sign") + SELECTIONS
 
 
 def halves(cupy) -> tuple:
