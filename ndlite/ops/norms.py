@@ -9,6 +9,7 @@ import math
 from ..dtypes import finfo, is_floating
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
+from .cast import widened
 from .reduce import mean
 from .registry import Spec, declare
 from .samples import Sampler
@@ -24,6 +25,7 @@ def _check_float(op: str, tensors) -> None:
             raise DTypeError(f"{op}: expected floating tensors, got {t.dtype}")
 
 
+@widened
 def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     """Normalize (N, C, ...) over each of num_groups groups of C / num_groups channels and
@@ -73,6 +75,7 @@ def normalized_dims(normalized_shape, input_shape: tuple, op: str) -> tuple:
     return shape
 
 
+@widened
 def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
              eps: float | None = None) -> Tensor:
     """x / sqrt(mean(x^2) + eps) over the trailing `normalized_shape` dims, then * weight;
