@@ -141,7 +141,8 @@ class NumpyBackend(XpBackend):
                 return _integer_pow(np.asarray(a), np.asarray(b))  # (and PyTorch) truncate
 
         self.pow = pow
-        compute_in_float32(self)  # half buffers: contractions in float32, rounded once
+        # half buffers: contractions in float32, rounded once (armed by the first half buffer)
+        compute_in_float32(self, lazy=True)
 
     def _array_result(self, ufunc, arity):
         return _array_ufunc(ufunc, arity)
