@@ -4,8 +4,8 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 # test: every test on every backend this machine has (pocl gives a CPU OpenCL device; mpi
 # runs the data-parallel tests on two MPI ranks; cpu adds the NumPy backend's numba kernels,
-# which its tests check against the pure NumPy path)
-EXTRAS ?= test,pocl,mpi,cpu
+# which its tests check against the pure NumPy path; half adds ml_dtypes for bfloat16)
+EXTRAS ?= test,pocl,mpi,cpu,half
 
 .PHONY: demo test bench lint clean
 

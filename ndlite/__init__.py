@@ -66,7 +66,7 @@ from .device import (
     synchronize,
     using,
 )
-from .dtypes import bool_, double, float32, float64, int32, int64, long
+from .dtypes import bfloat16, bool_, double, float16, float32, float64, half, int32, int64, long
 from .errors import (
     BackendUnavailableError,
     DeviceMismatchError,

@@ -5,6 +5,11 @@ ndlite dtypes are NumPy dtype objects (`ndlite.float32 is numpy.dtype("float32")
 (bool < integer < floating; a float beats any integer) and NumPy within a category
 (float32 with float64 gives float64). Python scalars are weak: they take the tensor's dtype
 when their kind fits, and an integer tensor meeting a Python float becomes float32.
+
+Half precision: float16 is NumPy's; bfloat16 is the `ml_dtypes` package's (an optional extra,
+`pip install 'ndlite[half]'`, which needs NumPy >= 2). As in PyTorch, float16 with bfloat16
+gives float32. NumPy gives bfloat16 the kind "V", so ask `is_floating(dtype)`, never
+`dtype.kind == "f"`.
 """
 
 from __future__ import annotations
@@ -21,14 +26,39 @@ float64 = np.dtype("float64")
 int32 = np.dtype("int32")
 int64 = np.dtype("int64")
 bool_ = np.dtype("bool")
+float16 = np.dtype("float16")
+
+try:
+    import ml_dtypes
+except ImportError:  # bfloat16 is an optional extra
+    ml_dtypes = None
+
+_BFLOAT16_MISSING = ("bfloat16 needs the ml_dtypes package (which needs NumPy >= 2): "
+                     "pip install 'ndlite[half]' or pip install ml_dtypes")
+
+
+class _MissingDType:
+    """What `ndlite.bfloat16` is without ml_dtypes: using it raises an error naming the package."""
+
+    name = "bfloat16"
+
+    def __repr__(self) -> str:
+        return "ndlite.bfloat16 (unavailable: ml_dtypes is not installed)"
+
+
+bfloat16 = np.dtype(ml_dtypes.bfloat16) if ml_dtypes is not None else _MissingDType()
 
 # PyTorch spellings
 float = float32  # noqa: A001  (ndlite.float, like torch.float)
 double = float64
+half = float16
 int = int32  # noqa: A001
 long = int64
 
-SUPPORTED = (float32, float64, int32, int64, bool_)
+#: the half-precision floats this install has (bfloat16 only with ml_dtypes)
+HALF = (float16, bfloat16) if ml_dtypes is not None else (float16,)
+FLOATING = (*HALF, float32, float64)
+SUPPORTED = (float32, float64, int32, int64, bool_, *HALF)
 
 default_float = float32
 default_int = int64
@@ -36,8 +66,34 @@ default_int = int64
 _NAMES = {
     "float32": float32, "float": float32, "float64": float64, "double": float64,
     "int32": int32, "int": int32, "int64": int64, "long": int64, "bool": bool_,
+    "float16": float16, "half": float16, "bfloat16": bfloat16,
 }
-_CATEGORY = {bool_: 0, int32: 1, int64: 1, float32: 2, float64: 2}
+_CATEGORY = {bool_: 0, int32: 1, int64: 1, **dict.fromkeys(FLOATING, 2)}
+
+
+def is_floating(dtype) -> bool:
+    """Whether `dtype` is one of ndlite's floats (bfloat16's NumPy kind is "V", not "f").
+
+    >>> is_floating(float16), is_floating(int64)
+    (True, False)
+    """
+    return _CATEGORY.get(dtype) == 2
+
+
+def category(dtype) -> int:
+    """0 for bool, 1 for the integers, 2 for the floats: promotion goes up this order."""
+    return _CATEGORY[dtype]
+
+
+def finfo(dtype):
+    """Machine limits (eps, tiny, max) of a float dtype, bfloat16 included.
+
+    >>> bool(finfo(float16).eps == 2.0 ** -10)
+    True
+    """
+    if ml_dtypes is not None and dtype == bfloat16:
+        return ml_dtypes.finfo(dtype)
+    return np.finfo(dtype)
 
 
 def as_dtype(dtype) -> np.dtype:
@@ -48,6 +104,9 @@ def as_dtype(dtype) -> np.dtype:
     """
     if dtype is None:
         return default_float
+    if isinstance(dtype, _MissingDType) or (
+            isinstance(dtype, str) and dtype == "bfloat16" and ml_dtypes is None):
+        raise DTypeError(_BFLOAT16_MISSING)
     if isinstance(dtype, np.dtype) and dtype in _CATEGORY:
         return dtype
     if dtype is builtins.float:
@@ -65,20 +124,26 @@ def as_dtype(dtype) -> np.dtype:
     if dt is not None and dt in _CATEGORY:
         return dt
     raise DTypeError(
-        f"dtype {dtype!r} is not supported; ndlite has float32, float64, int32, int64 and bool"
+        f"dtype {dtype!r} is not supported; ndlite has float16, bfloat16, float32, float64, "
+        "int32, int64 and bool"
     )
 
 
 @cache
 def promote(a: np.dtype, b: np.dtype) -> np.dtype:
-    """The dtype that `a op b` computes in: category first, then width.
+    """The dtype that `a op b` computes in: category first, then width; float16 with
+    bfloat16 is float32 (PyTorch's rule: neither holds the other).
 
     >>> promote(int64, float32) is float32
+    True
+    >>> promote(float16, float32) is float32
     True
     """
     ca, cb = _CATEGORY[a], _CATEGORY[b]
     if ca != cb:
         return a if ca > cb else b
+    if a != b and a.itemsize == b.itemsize == 2 and ca == 2:
+        return float32
     return a if a.itemsize >= b.itemsize else b
 
 
@@ -106,5 +171,5 @@ def scalar_dtype(tensor_dtype: np.dtype, value) -> np.dtype:
     if isinstance(value, _pyint):
         return int64 if tensor_dtype is bool_ else tensor_dtype
     if isinstance(value, _pyfloat):
-        return tensor_dtype if tensor_dtype.kind == "f" else default_float
+        return tensor_dtype if is_floating(tensor_dtype) else default_float
     raise DTypeError(f"cannot combine a tensor with a {type(value).__name__}")

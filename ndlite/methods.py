@@ -7,8 +7,6 @@ ndlite.ops, and this table makes each one a method or operator, PyTorch-style
 
 from __future__ import annotations
 
-import numpy as np
-
 from . import autograd
 from . import random as _random
 from .creation import full as make_full
@@ -82,8 +80,8 @@ def _type(self, dtype=None):
 
 
 def _cast_to(name: str):
-    dtype = np.dtype(name)
-    return lambda self: self.to(dtype)
+    # resolved at the call: without ml_dtypes, `t.bfloat16()` raises a DTypeError naming it
+    return lambda self: self.to(as_dtype(name))
 
 
 def _contiguous(self) -> Tensor:
@@ -152,6 +150,7 @@ METHODS = {
     # construction, moving, casting
     "__init__": _init, "to": to, "cpu": lambda self: self.to("cpu"), "cuda": _cuda,
     "float": _cast_to("float32"), "double": _cast_to("float64"), "long": _cast_to("int64"),
+    "half": _cast_to("float16"), "bfloat16": _cast_to("bfloat16"),
     "int": _cast_to("int32"), "bool": _cast_to("bool"), "type": _type,
     "astype": _c.astype, "clone": _e.clone, "contiguous": _contiguous,
     "pin_memory": _contiguous, "is_pinned": lambda self: False,

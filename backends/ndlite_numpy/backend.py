@@ -15,7 +15,9 @@ import platform
 
 import numpy as np
 
-from ndlite.device import BackendUnavailableError, XpBackend
+from ndlite.device import Backend, BackendUnavailableError, XpBackend
+from ndlite.device.halfmath import compute_in_float32, scalar_in_float32
+from ndlite.dtypes import HALF, is_floating
 
 from . import kernels, nn, optim, scratch, threads
 
@@ -24,14 +26,34 @@ def _array_ufunc(ufunc, arity: int):
     """`ufunc` made to return an array for 0-d inputs (NumPy would return a scalar there).
 
     A plain wrapper with a class check is cheaper than `out=...` (NumPy >= 2.3), whose
-    keyword parsing costs more than the check on every call."""
-    ndarray, asarray = np.ndarray, np.asarray
-    if arity == 1:
+    keyword parsing costs more than the check on every call. Halves (tested by identity,
+    the cheapest test) go by float32 where NumPy's own loops would differ: see halfmath."""
+    ndarray, asarray, f16, bf16 = np.ndarray, np.asarray, HALF[0], HALF[-1]
+    if arity == 1 and ufunc is np.sign:
+        def call(a):
+            if a.dtype is f16 or a.dtype is bf16:  # bfloat16's sign keeps -0.0; contract: 0.0
+                return asarray(ufunc(a.astype(np.float32)).astype(a.dtype))
+            r = ufunc(a)
+            return r if r.__class__ is ndarray else asarray(r)
+    elif arity == 1:
         def call(a):
             r = ufunc(a)
             return r if r.__class__ is ndarray else asarray(r)
+    elif ufunc is np.maximum or ufunc is np.minimum:
+        def call(a, b):
+            # NumPy's float16 loops return the first operand of a tie of -0.0 and 0.0, its
+            # float32 and float64 loops the second (as the contract): float16 goes by float32
+            dt = a.dtype if a.__class__ is ndarray else getattr(b, "dtype", None)
+            if dt is f16 or dt is bf16:
+                return asarray(scalar_in_float32(ufunc, a, b))
+            r = ufunc(a, b)
+            return r if r.__class__ is ndarray else asarray(r)
     else:
         def call(a, b):
+            if a.__class__ is not b.__class__:  # a half with a Python number: by float32
+                dt = a.dtype if a.__class__ is ndarray else getattr(b, "dtype", None)
+                if dt is f16 or dt is bf16:
+                    return asarray(scalar_in_float32(ufunc, a, b))
             r = ufunc(a, b)
             return r if r.__class__ is ndarray else asarray(r)
     call.__name__ = ufunc.__name__
@@ -81,7 +103,7 @@ def _select_bits(cond, a, b):
             if v.dtype != dtype or v.shape != cond.shape:
                 return None
             bits.append(v.view(itype))
-        elif isinstance(v, float if dtype.kind == "f" else int) and not isinstance(v, bool):
+        elif isinstance(v, float if is_floating(dtype) else int) and not isinstance(v, bool):
             bits.append(np.asarray(v, dtype).view(itype))
         else:
             return None
@@ -98,6 +120,9 @@ class NumpyBackend(XpBackend):
 
     kind = "numpy"
     name = "numpy"
+    #: half precision is stored in half, computed in float32 and rounded once
+    #: (ndlite/device/halfmath.py)
+    dtypes = Backend.dtypes | frozenset(HALF)
 
     def __init__(self, device: str | None = None):
         if device not in (None, "", "0", "cpu"):
@@ -116,6 +141,8 @@ class NumpyBackend(XpBackend):
                 return _integer_pow(np.asarray(a), np.asarray(b))  # (and PyTorch) truncate
 
         self.pow = pow
+        # half buffers: contractions in float32, rounded once (armed by the first half buffer)
+        compute_in_float32(self, lazy=True)
 
     def _array_result(self, ufunc, arity):
         return _array_ufunc(ufunc, arity)
@@ -133,6 +160,8 @@ class NumpyBackend(XpBackend):
 
     def relu(self, x):
         # a Python 0 is weak (keeps x's dtype) and cheaper than building a NumPy scalar
+        if x.dtype in HALF:
+            return self.maximum(x, 0)  # float16's ties of -0.0 and 0 (see _array_ufunc)
         return _array(_maximum(x, 0))
 
     def matmul(self, a, b):

@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import graph
 from ..creation import empty
+from ..dtypes import as_dtype
 from ..errors import ShapeError
 from ..tensor import Tensor
 
@@ -229,7 +230,11 @@ class Module:
 
     def to(self, *args, dtype=None, backend=None, device=None) -> Module:
         """Parameters and buffers moved to another backend and/or floating dtype, in place
-        (the same Parameter objects, so an optimizer built before keeps working)."""
+        (the same Parameter objects, so an optimizer built before keeps working). Integer
+        buffers keep their dtype, as in PyTorch."""
+        if any(isinstance(a, np.dtype) for a in args):  # model.to(ndlite.float16)
+            dtype = next(a for a in args if isinstance(a, np.dtype))
+            args = tuple(a for a in args if not isinstance(a, np.dtype))
         for t in list(self.parameters()) + list(self.buffers()):
             moved = t.detach().to(*args, dtype=dtype if t.is_floating_point() else None,
                                   backend=backend, device=device)
@@ -253,6 +258,14 @@ class Module:
 
     def double(self) -> Module:
         return self.to(np.dtype("float64"))
+
+    def half(self) -> Module:
+        """Floating parameters and buffers in float16 (integer buffers stay as they are)."""
+        return self.to(as_dtype("float16"))
+
+    def bfloat16(self) -> Module:
+        """Floating parameters and buffers in bfloat16 (needs the ml_dtypes package)."""
+        return self.to(as_dtype("bfloat16"))
 
     # ---- state -------------------------------------------------------------------------------
 

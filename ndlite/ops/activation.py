@@ -7,10 +7,12 @@ import math
 import numbers
 
 from ..creation import generator, manual_seed
+from ..dtypes import HALF, is_floating
 from ..errors import DTypeError
 from ..graph import mode
 from ..tensor import Tensor, _dim
 from . import samples
+from .cast import forward_in_float32
 from .dispatch import unary
 from .elementwise import where
 from .registry import TRANSCENDENTAL, Op, Spec, declare, implements, register
@@ -20,7 +22,7 @@ from .unary import exp
 def _float_input(x: Tensor, op: str) -> None:
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}: expected a tensor, got {type(x).__name__}")
-    if x.dtype.kind != "f":
+    if not is_floating(x.dtype):
         raise DTypeError(f"{op}: expected a floating tensor, got {x.dtype} (shape {x.shape})")
 
 
@@ -76,6 +78,7 @@ class Softmax(Op):
     save_output = True
 
     @staticmethod
+    @forward_in_float32  # exp of a log_softmax rounded to half would lose ulps
     def forward(b, x, axis):
         if not x.shape:
             return b.add(b.sub(x, x), 1)
@@ -180,16 +183,23 @@ class Gelu(Op):
     # sigmoid(2 z) and sigmoid(2 z) sigmoid(-2 z) = (1 - tanh(z)^2) / 4 do not.
 
     @staticmethod
+    @forward_in_float32  # in half, 1 + erf(x / sqrt 2) cancels to 0 below x = -3
     def forward(b, x, approximate):
         return b.gelu(x, approximate)  # a fast path; the fallback composes the formula
 
     @staticmethod
     def backward(node, grad):
         x = node.saved[0]
+        if x.dtype in HALF:  # as the forward: the cancelling sums in float32, rounded once
+            return Gelu.backward_of(x.float(), grad.float(), node.params).to(x.dtype)
         if not mode.enabled:  # first order: the backend's fused gelu_grad
             b = x._backend
             return Tensor._make(b.gelu_grad(grad._data, x._data, node.params["approximate"]), b)
-        if node.params["approximate"] == "tanh":
+        return Gelu.backward_of(x, grad, node.params)
+
+    @staticmethod
+    def backward_of(x, grad, params):
+        if params["approximate"] == "tanh":
             z2 = (x + x * x * x * 0.044715) * (2 * _SQRT_2_OVER_PI)
             s, s_neg = z2.sigmoid(), (-z2).sigmoid()
             d_z2 = (1 + x * x * (3 * 0.044715)) * (2 * _SQRT_2_OVER_PI)

@@ -4,7 +4,9 @@ to their promoted dtype with `astype`."""
 
 from __future__ import annotations
 
-from ..dtypes import as_dtype
+import functools
+
+from ..dtypes import HALF, as_dtype, float32, is_floating
 from ..errors import DTypeError
 from ..graph import attach
 from ..tensor import Tensor
@@ -48,7 +50,7 @@ def astype(x: Tensor, dtype) -> Tensor:
     if dtype not in x._backend.dtypes:
         raise DTypeError(f"astype: backend {x._backend.name} does not support {dtype}")
     out = Tensor._make(x._backend.astype(x._data, dtype), x._backend)
-    if dtype.kind != "f":
+    if not is_floating(dtype):
         return out
     return attach(AsType, (x,), out, {"dtype": dtype, "source": x.dtype})
 
@@ -77,3 +79,29 @@ def transfer(x: Tensor, target) -> Tensor:
     if out._node is not None:
         out._node.backend = target
     return out
+
+
+def widened(fn):
+    """A composite that reduces (mean, var, logsumexp), run on float32 when its input is
+    half and rounded once at the end, as PyTorch accumulates half in float32 (differentiable:
+    the casts carry the gradient back in the input's dtype)."""
+
+    @functools.wraps(fn)
+    def call(x, *args, **kwargs):
+        if isinstance(x, Tensor) and x.dtype in HALF and kwargs.get("dtype") is None:
+            return astype(fn(astype(x, float32), *args, **kwargs), x.dtype)
+        return fn(x, *args, **kwargs)
+
+    return call
+
+
+def forward_in_float32(forward):
+    """An op's forward over buffers, run on float32 copies of a half input and rounded once."""
+
+    @functools.wraps(forward)
+    def run(b, x, *args, **kwargs):
+        if x.dtype in HALF:
+            return b.astype(forward(b, b.astype(x, float32), *args, **kwargs), x.dtype)
+        return forward(b, x, *args, **kwargs)
+
+    return run

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numbers
 
 from ..creation import zeros
+from ..dtypes import is_floating
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 from . import samples
@@ -195,7 +196,7 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
                          f"kw), got shape {weight.shape}")
     tensors = [input, weight] + ([bias] if bias is not None else [])
     for t in tensors:
-        if t.dtype.kind != "f" or t.dtype != input.dtype:
+        if not is_floating(t.dtype) or t.dtype != input.dtype:
             raise DTypeError(f"{op}: input, weight and bias must share one floating dtype, got "
                              f"{[str(t.dtype) for t in tensors]}")
     if not isinstance(groups, numbers.Integral) or groups <= 0:

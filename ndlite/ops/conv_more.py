@@ -15,6 +15,7 @@ import numbers
 
 from ..creation import zeros
 from ..device.fallbacks import conv_output_size
+from ..dtypes import is_floating
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 from .conv import conv2d, conv2d_grad_input, pair, positive
@@ -41,7 +42,7 @@ def single(value, name: str, op: str) -> int:
 
 def _check_dtypes(op: str, tensors: list) -> None:
     for t in tensors:
-        if t.dtype.kind != "f" or t.dtype != tensors[0].dtype:
+        if not is_floating(t.dtype) or t.dtype != tensors[0].dtype:
             raise DTypeError(f"{op}: input, weight and bias must share one floating dtype, got "
                              f"{[str(t.dtype) for t in tensors]}")
 

@@ -17,7 +17,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..creation import tensor
-from ..dtypes import bool_, default_float, promote_operands, scalar_dtype
+from ..dtypes import bool_, default_float, is_floating, promote_operands, scalar_dtype
 from ..errors import DeviceMismatchError, DTypeError, ShapeError
 from ..graph import attach, mode, record
 from ..tensor import Tensor
@@ -86,11 +86,11 @@ def _dtype_rule(op, dtype, opname):
     if rule is None:
         return dtype
     if rule == "float":
-        return dtype if dtype.kind == "f" else default_float
+        return dtype if is_floating(dtype) else default_float
     if rule == "no_bool" and dtype is bool_:
         raise DTypeError(f"{opname} is not supported on bool tensors; use logical ops "
                          f"(~, &, |, ^) or cast with .long() / .float()")
-    if rule == "integral" and dtype.kind == "f":
+    if rule == "integral" and is_floating(dtype):
         raise DTypeError(f"{opname} needs bool or integer tensors, got {dtype}")
     return dtype
 
@@ -138,7 +138,7 @@ def binary(op, a, b) -> Tensor:
     else:
         raise TypeError(f"{op.name}: needs at least one tensor operand")
     dtype = t._data.dtype
-    if s.__class__ is float and dtype.kind == "f" and op.dtype_rule != "integral":
+    if s.__class__ is float and is_floating(dtype) and op.dtype_rule != "integral":
         value = s  # the common case: a float scalar with a float tensor
     else:
         value = as_scalar(s, op.name)

@@ -9,6 +9,7 @@ dispatched: a GPU would otherwise read out of bounds.
 
 from __future__ import annotations
 
+from ..dtypes import is_floating
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 from . import samples
@@ -40,7 +41,7 @@ def _reduce(loss: Tensor, reduction: str) -> Tensor:
 def _float(t, name: str, op: str) -> None:
     if not isinstance(t, Tensor):
         raise TypeError(f"{op}: {name} must be a tensor, got {type(t).__name__}")
-    if t.dtype.kind != "f":
+    if not is_floating(t.dtype):
         raise DTypeError(f"{op}: {name} must be a floating tensor, got {t.dtype} "
                          f"(shape {t.shape})")
 
@@ -194,7 +195,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
     class_dim = 1 if input.ndim >= 2 else 0
     classes = input.shape[class_dim] if input.ndim else 0
     _check_weight(weight, classes, input, op)
-    if isinstance(target, Tensor) and target.dtype.kind == "f":
+    if isinstance(target, Tensor) and is_floating(target.dtype):
         return _cross_entropy_probabilities(input, target, weight, reduction, label_smoothing)
     _check_labels(input, target, ignore_index, op)
     logp = log_softmax(input, class_dim)

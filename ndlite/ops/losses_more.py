@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ..errors import ShapeError
 from ..tensor import Tensor
+from .cast import widened
 from .elementwise import where
 from .reduce import mean, sum
 from .registry import TRANSCENDENTAL, Spec, declare
@@ -62,6 +63,7 @@ def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None,
     return _reduce(loss, reduction, "kl_div")
 
 
+@widened
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
     """x1 . x2 / max(||x1|| ||x2||, eps) along dim."""
     dot = sum(x1 * x2, dim)

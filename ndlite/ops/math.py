@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math as _math
 
-from ..dtypes import as_dtype
+from ..dtypes import as_dtype, is_floating
 from ..errors import DTypeError
 from ..tensor import Tensor
 from .dispatch import binary, unary, unbroadcast
@@ -115,7 +115,7 @@ def _float(x: Tensor, op: str) -> Tensor:
         raise TypeError(f"{op}: expected a tensor, got {type(x).__name__}")
     if x.dtype.kind == "b":
         raise DTypeError(f"{op}: not supported on bool tensors")
-    return x if x.dtype.kind == "f" else x.to(as_dtype("float32"))
+    return x if is_floating(x.dtype) else x.to(as_dtype("float32"))
 
 
 def square(x: Tensor) -> Tensor:

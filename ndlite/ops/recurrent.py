@@ -9,6 +9,7 @@ n = tanh(x W_in^T + b_in + r * (h W_hn^T + b_hn)), as PyTorch's)."""
 
 from __future__ import annotations
 
+from ..dtypes import is_floating
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 from .join import chunk, narrow, stack
@@ -71,7 +72,7 @@ def check_cell(op: str, input: Tensor, hidden: tuple, w_ih: Tensor, w_hh: Tensor
     if any(not isinstance(t, Tensor) for t in tensors):
         raise TypeError(f"{op}: expected tensors, got "
                         f"{[type(t).__name__ for t in tensors]}")
-    if any(t.dtype != input.dtype for t in tensors) or input.dtype.kind != "f":
+    if any(t.dtype != input.dtype for t in tensors) or not is_floating(input.dtype):
         raise DTypeError(f"{op}: input, hidden state, weights and biases must share one "
                          f"floating dtype, got {[str(t.dtype) for t in tensors]}")
     gates = GATES[op.replace("_cell", "")]

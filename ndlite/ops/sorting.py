@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import namedtuple
 
-from ..dtypes import int64
+from ..dtypes import int64, is_floating
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 from .dispatch import unary
@@ -176,7 +176,7 @@ def _sort_case(x, dim, descending):
 
 
 def _check_float(x: Tensor, op: str) -> None:
-    if x.dtype.kind != "f":
+    if not is_floating(x.dtype):
         raise DTypeError(f"{op}: needs a float tensor, got {x.dtype}")
 
 

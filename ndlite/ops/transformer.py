@@ -9,6 +9,7 @@ import math
 
 from ..creation import tensor as make_tensor
 from ..device.transformer_fallbacks import causal_mask
+from ..dtypes import HALF, is_floating
 from ..errors import DTypeError, ShapeError
 from ..graph import mode
 from ..tensor import Tensor
@@ -83,7 +84,7 @@ def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
 
 
 def _fusable(x: Tensor, shape: tuple, *affine) -> bool:
-    return x.dtype.kind == "f" and all(
+    return is_floating(x.dtype) and all(
         t is None or (isinstance(t, Tensor) and t.shape == shape and t.dtype == x.dtype
                       and t._backend is x._backend) for t in affine)
 
@@ -156,7 +157,12 @@ class LayerNorm(Op):
 
 
 def _layer_norm_backward(grad, x, weight, p):
-    """The gradients of layer_norm in differentiable ops (the fallback's formula)."""
+    """The gradients of layer_norm in differentiable ops (the fallback's formula); halves in
+    float32, as the fused path (rstd ** 3 of a near-constant row overflows float16)."""
+    if x.dtype in HALF:
+        wide = _layer_norm_backward(grad.float(), x.float(),
+                                    None if weight is None else weight.float(), p)
+        return tuple(g.to(x.dtype) for g in wide)
     k = p["k"]
     dims, lead = tuple(range(x.ndim - k, x.ndim)), tuple(range(x.ndim - k))
     centered = x - mean(x, dims, keepdim=True)
@@ -185,7 +191,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     if is_causal:
         if attn_mask is not None:
             raise ValueError("scaled_dot_product_attention: give attn_mask or is_causal")
-        if scores.dtype.kind == "f" and scores.numel():
+        if is_floating(scores.dtype) and scores.numel():
             weights = causal_softmax(scores, scale)
         else:
             keep = causal_mask(length, source)
@@ -236,7 +242,7 @@ class CausalSoftmax(Op):
 def causal_softmax(x: Tensor, scale: float = 1.0) -> Tensor:
     """softmax(x * scale, dim=-1) of scores x (..., L, S) where query i sees keys j <= i only
     (the top-left aligned lower triangle, scaled_dot_product_attention's is_causal)."""
-    if x.ndim < 2 or x.dtype.kind != "f":
+    if x.ndim < 2 or not is_floating(x.dtype):
         raise ShapeError(f"causal_softmax: expected float scores (..., L, S), got shape "
                          f"{x.shape} ({x.dtype})")
     if x.numel() == 0:
