@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import numbers
 
+from ..amp_state import state as amp
 from ..creation import zeros
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 from . import samples
-from .dispatch import nary
+from .dispatch import autocast_inputs, nary
 from .join import pad
 from .registry import SCALED, Op, Spec, implements, register
 
@@ -184,6 +185,8 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     (1, 2, 4, 4)
     """
     op = "conv2d"
+    if amp.enabled:  # before the dtype check: autocast casts input, weight and bias
+        input, weight, bias = autocast_inputs(Conv2d, (input, weight, bias))
     if input.ndim == 3:
         return conv2d(input.unsqueeze(0), weight, bias, stride, padding, dilation,
                       groups).squeeze(0)

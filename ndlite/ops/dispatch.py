@@ -16,8 +16,10 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..amp_state import FP32, LOW, POLICY
+from ..amp_state import state as amp
 from ..creation import tensor
-from ..dtypes import bool_, default_float, promote_operands, scalar_dtype
+from ..dtypes import HALF, bool_, default_float, float32, promote, promote_operands, scalar_dtype
 from ..errors import DeviceMismatchError, DTypeError, ShapeError
 from ..graph import attach, mode, record
 from ..tensor import Tensor
@@ -80,6 +82,46 @@ def cast(t: Tensor, dtype) -> Tensor:
     return astype(t, dtype)
 
 
+_AUTOCAST = (float32,) + HALF  # what autocast casts: never float64 or integers
+
+
+def autocast_inputs(op, inputs: tuple) -> tuple:
+    """`inputs` (tensors, numbers, None) as autocast's policy (ndlite.amp_state.POLICY) has
+    `op` take them: its float32/float16/bfloat16 tensors cast to the region's low dtype, to
+    float32, or to the widest of them. Called only inside an autocast region, by the apply
+    path below and by ops that check dtypes before it (linear, conv2d, layer_norm, sum)."""
+    rule = POLICY.get(op.name)
+    if rule is None:
+        return inputs
+    if rule is LOW:
+        want = amp.dtype
+    elif rule is FP32:
+        want = float32
+    else:
+        found = [t._data.dtype for t in inputs
+                 if t.__class__ is Tensor and t._data.dtype in _AUTOCAST]
+        want = found[0] if found else None
+        for dtype in found[1:]:
+            want = promote(want, dtype)
+    return tuple(_autocast(t, want) if t.__class__ is Tensor and t._data.dtype != want
+                 and t._data.dtype in _AUTOCAST else t for t in inputs)
+
+
+def _autocast(t: Tensor, dtype) -> Tensor:
+    """`t` as `dtype`; a parameter (a leaf that requires grad) cast to the low dtype while
+    recording is cast once per region (the cache is cleared when the outermost region ends)."""
+    if not (t._rg and t._node is None and dtype is amp.dtype and amp.cache_enabled
+            and mode.enabled):
+        return astype(t, dtype)
+    key = (id(t), dtype)
+    hit = amp.cache.get(key)
+    if hit is not None and hit[0] is t:
+        return hit[1]
+    out = astype(t, dtype)
+    amp.cache[key] = (t, out)  # the leaf too: its id stays its own while the entry lives
+    return out
+
+
 def _dtype_rule(op, dtype, opname):
     """The dtype `op` computes in, given its inputs' promoted dtype."""
     rule = op.dtype_rule
@@ -97,6 +139,8 @@ def _dtype_rule(op, dtype, opname):
 
 def unary(op, x: Tensor, **params) -> Tensor:
     """Apply a one-input op."""
+    if amp.enabled:
+        x = autocast_inputs(op, (x,))[0]
     dtype = x._data.dtype
     if op.dtype_rule is not None:
         want = _dtype_rule(op, dtype, op.name)
@@ -111,6 +155,8 @@ def unary(op, x: Tensor, **params) -> Tensor:
 
 def binary(op, a, b) -> Tensor:
     """Apply a two-input op; either input may be a Python scalar (not both)."""
+    if amp.enabled:
+        a, b = autocast_inputs(op, (a, b))
     if type(a) is Tensor and type(b) is Tensor:
         da, db = a._data, b._data
         if a._backend is not b._backend:
@@ -160,6 +206,8 @@ def binary(op, a, b) -> Tensor:
 
 def nary(op, tensors, **params) -> Tensor:
     """Apply an op over a list of tensors that need no promotion (cat, stack, matmul, ...)."""
+    if amp.enabled:
+        tensors = autocast_inputs(op, tuple(tensors))
     backend = tensors[0]._backend
     for t in tensors:
         if t._backend is not backend:

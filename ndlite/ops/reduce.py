@@ -11,12 +11,13 @@ import builtins
 from collections import namedtuple
 
 from .. import creation, graph
+from ..amp_state import state as amp
 from ..dtypes import bool_, int64
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor, _dim
 from . import samples
 from .binary import maximum, minimum
-from .dispatch import unary
+from .dispatch import autocast_inputs, unary
 from .elementwise import where
 from .gather import gather
 from .registry import EXACT, TRANSCENDENTAL, Op, Spec, declare, implements, register
@@ -76,6 +77,8 @@ def sum(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:  # no
     >>> ndlite.tensor([[1.0, 2.0], [3.0, 4.0]]).sum(dim=0).tolist()
     [4.0, 6.0]
     """
+    if amp.enabled:  # sum records inline: autocast's hook is here
+        x = autocast_inputs(Sum, (x,))[0]
     axes = axes_of(dim, len(x._data.shape), "sum")
     if dtype is not None:
         x = x.to(dtype)

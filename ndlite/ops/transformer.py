@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import math
 
+from ..amp_state import state as amp
 from ..creation import tensor as make_tensor
 from ..device.transformer_fallbacks import causal_mask
 from ..errors import DTypeError, ShapeError
 from ..graph import mode
 from ..tensor import Tensor
 from .activation import dropout, softmax
-from .dispatch import apply, unary
+from .dispatch import apply, autocast_inputs, unary
 from .elementwise import where
 from .gather import select_rows
 from .linalg import matmul
@@ -65,6 +66,8 @@ def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
     """(x - mean) / sqrt(var + eps) over the trailing `normalized_shape` dims (biased
     variance), then * weight + bias. A float input with weight and bias of normalized_shape
     (or None) runs the backend's fused layer_norm (protocol.py); anything else is composed."""
+    if amp.enabled:  # float32 in an autocast region, before the fused path's dtype check
+        input, weight, bias = autocast_inputs(LayerNorm, (input, weight, bias))
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else \
         tuple(normalized_shape)
     if input.shape[input.ndim - len(shape):] != shape:
