@@ -18,7 +18,7 @@ import functools
 import warnings
 from collections.abc import Callable
 
-from ..amp_state import clear_cache, state
+from ..amp_state import clear_cache, count_region, state
 from ..device.registry import Device, current_backend
 from ..dtypes import HALF, as_dtype
 
@@ -68,6 +68,8 @@ class autocast:
     def __enter__(self):
         self._saved.append((state.enabled, state.dtype, state.cache_enabled))
         state.nesting += 1
+        if self._enabled:
+            count_region(1)
         state.enabled = self._enabled
         if self._enabled:
             state.dtype = self.fast_dtype
@@ -75,6 +77,8 @@ class autocast:
         return self
 
     def __exit__(self, *exc) -> bool:
+        if self._enabled:
+            count_region(-1)
         state.nesting -= 1
         if state.nesting == 0:
             clear_cache()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numbers
 
-from ..amp_state import state as amp
+from ..amp_state import switch as amp
 from ..creation import zeros
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
@@ -185,7 +185,7 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     (1, 2, 4, 4)
     """
     op = "conv2d"
-    if amp.enabled:  # before the dtype check: autocast casts input, weight and bias
+    if amp.on:  # before the dtype check: autocast casts input, weight and bias
         input, weight, bias = autocast_inputs(Conv2d, (input, weight, bias))
     if input.ndim == 3:
         return conv2d(input.unsqueeze(0), weight, bias, stride, padding, dilation,

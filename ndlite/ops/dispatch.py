@@ -17,7 +17,8 @@ from functools import lru_cache
 import numpy as np
 
 from ..amp_state import FP32, LOW, POLICY
-from ..amp_state import state as amp
+from ..amp_state import state as amp_state
+from ..amp_state import switch as amp
 from ..creation import tensor
 from ..dtypes import HALF, bool_, default_float, float32, promote, promote_operands, scalar_dtype
 from ..errors import DeviceMismatchError, DTypeError, ShapeError
@@ -89,12 +90,15 @@ def autocast_inputs(op, inputs: tuple) -> tuple:
     """`inputs` (tensors, numbers, None) as autocast's policy (ndlite.amp_state.POLICY) has
     `op` take them: its float32/float16/bfloat16 tensors cast to the region's low dtype, to
     float32, or to the widest of them. Called only inside an autocast region, by the apply
-    path below and by ops that check dtypes before it (linear, conv2d, layer_norm, sum)."""
+    path below and by ops that check dtypes before it (linear, conv2d, layer_norm, sum)
+    whenever a region is open in some thread: it checks this thread's state first."""
+    if not amp_state.enabled:
+        return inputs
     rule = POLICY.get(op.name)
     if rule is None:
         return inputs
     if rule is LOW:
-        want = amp.dtype
+        want = amp_state.dtype
     elif rule is FP32:
         want = float32
     else:
@@ -110,15 +114,15 @@ def autocast_inputs(op, inputs: tuple) -> tuple:
 def _autocast(t: Tensor, dtype) -> Tensor:
     """`t` as `dtype`; a parameter (a leaf that requires grad) cast to the low dtype while
     recording is cast once per region (the cache is cleared when the outermost region ends)."""
-    if not (t._rg and t._node is None and dtype is amp.dtype and amp.cache_enabled
+    if not (t._rg and t._node is None and dtype is amp_state.dtype and amp_state.cache_enabled
             and mode.enabled):
         return astype(t, dtype)
     key = (id(t), dtype)
-    hit = amp.cache.get(key)
+    hit = amp_state.cache.get(key)
     if hit is not None and hit[0] is t:
         return hit[1]
     out = astype(t, dtype)
-    amp.cache[key] = (t, out)  # the leaf too: its id stays its own while the entry lives
+    amp_state.cache[key] = (t, out)  # the leaf too: its id stays its own while the entry lives
     return out
 
 
@@ -139,7 +143,7 @@ def _dtype_rule(op, dtype, opname):
 
 def unary(op, x: Tensor, **params) -> Tensor:
     """Apply a one-input op."""
-    if amp.enabled:
+    if amp.on:
         x = autocast_inputs(op, (x,))[0]
     dtype = x._data.dtype
     if op.dtype_rule is not None:
@@ -155,7 +159,7 @@ def unary(op, x: Tensor, **params) -> Tensor:
 
 def binary(op, a, b) -> Tensor:
     """Apply a two-input op; either input may be a Python scalar (not both)."""
-    if amp.enabled:
+    if amp.on:
         a, b = autocast_inputs(op, (a, b))
     if type(a) is Tensor and type(b) is Tensor:
         da, db = a._data, b._data
@@ -206,7 +210,7 @@ def binary(op, a, b) -> Tensor:
 
 def nary(op, tensors, **params) -> Tensor:
     """Apply an op over a list of tensors that need no promotion (cat, stack, matmul, ...)."""
-    if amp.enabled:
+    if amp.on:
         tensors = autocast_inputs(op, tuple(tensors))
     backend = tensors[0]._backend
     for t in tensors:

@@ -4,7 +4,7 @@ fully connected layer)."""
 
 from __future__ import annotations
 
-from ..amp_state import state as amp
+from ..amp_state import switch as amp
 from ..dtypes import promote
 from ..errors import DTypeError, ShapeError
 from ..graph import mode, record
@@ -100,7 +100,7 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
     >>> (ndlite.ones(5, 2, 3) @ ndlite.ones(3, 4)).shape
     (5, 2, 4)
     """
-    if amp.enabled:
+    if amp.on:
         a, b = autocast_inputs(Matmul, (a, b))
     a, b = _operands(a, b, "matmul")
     sa, sb = a._data.shape, b._data.shape
@@ -179,7 +179,7 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     >>> ndlite.nn.functional.linear(ndlite.ones(4, 3), ndlite.ones(2, 3)).tolist()[0]
     [3.0, 3.0]
     """
-    if amp.enabled:
+    if amp.on:
         x, weight, bias = autocast_inputs(Linear, (x, weight, bias))
     tensors = [x, weight] if bias is None else [x, weight, bias]
     if weight.ndim != 2:

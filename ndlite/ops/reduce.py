@@ -11,7 +11,7 @@ import builtins
 from collections import namedtuple
 
 from .. import creation, graph
-from ..amp_state import state as amp
+from ..amp_state import switch as amp
 from ..dtypes import bool_, int64
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor, _dim
@@ -77,7 +77,7 @@ def sum(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:  # no
     >>> ndlite.tensor([[1.0, 2.0], [3.0, 4.0]]).sum(dim=0).tolist()
     [4.0, 6.0]
     """
-    if amp.enabled:  # sum records inline: autocast's hook is here
+    if amp.on:  # sum records inline: autocast's hook is here
         x = autocast_inputs(Sum, (x,))[0]
     axes = axes_of(dim, len(x._data.shape), "sum")
     if dtype is not None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from ..amp_state import state as amp
+from ..amp_state import switch as amp
 from ..creation import tensor as make_tensor
 from ..device.transformer_fallbacks import causal_mask
 from ..errors import DTypeError, ShapeError
@@ -66,7 +66,7 @@ def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
     """(x - mean) / sqrt(var + eps) over the trailing `normalized_shape` dims (biased
     variance), then * weight + bias. A float input with weight and bias of normalized_shape
     (or None) runs the backend's fused layer_norm (protocol.py); anything else is composed."""
-    if amp.enabled:  # float32 in an autocast region, before the fused path's dtype check
+    if amp.on:  # float32 in an autocast region, before the fused path's dtype check
         input, weight, bias = autocast_inputs(LayerNorm, (input, weight, bias))
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else \
         tuple(normalized_shape)
