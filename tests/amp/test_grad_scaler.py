@@ -160,3 +160,28 @@ def test_usage_errors():
     s.scale(ndlite.tensor(1.0))
     with pytest.raises(RuntimeError, match="[Cc]losure"):
         s.step(optim.SGD(_model().parameters(), lr=0.1), closure=lambda: 0)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NumPy on the half overflow
+def test_float16_overflow_backs_off_until_the_gradients_fit():
+    """Under float16 autocast a scale of 2^40 overflows the half gradients of the activations:
+    those steps are skipped and the scale halves until a step goes through."""
+    model = nn.Sequential(nn.Linear(3, 8), nn.ReLU(), nn.Linear(8, 2))
+    opt = optim.SGD(model.parameters(), lr=0.1)
+    s = GradScaler(init_scale=2.0 ** 40)
+    x, y = _batch()
+    taken = []
+    for _ in range(40):
+        before = _params(model)
+        opt.zero_grad()
+        with ndlite.autocast(dtype=ndlite.float16):
+            loss = nn.functional.mse_loss(model(x), y)
+        s.scale(loss).backward()
+        s.step(opt)
+        s.update()
+        taken.append(not all(np.array_equal(p, q) for p, q in zip(before, _params(model))))
+        if taken[-1]:
+            break
+    assert taken[0] is False and taken[-1] is True
+    assert 1.0 <= s.get_scale() <= 2.0 ** 24  # backed off into float16's range
+    assert all(np.isfinite(p).all() for p in _params(model))
