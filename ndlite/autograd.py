@@ -13,6 +13,7 @@ import functools
 from collections.abc import Callable, Sequence
 
 from .creation import tensor as make_tensor
+from .dtypes import is_floating
 from .errors import DeviceMismatchError, DTypeError, ShapeError
 from .graph import (
     enable_grad,
@@ -105,7 +106,7 @@ def _fresh_leaves(args: list, nums: Sequence[int]) -> list:
         if not isinstance(args[i], Tensor):
             raise TypeError(f"value_and_grad: argument {i} must be a Tensor, "
                             f"got {type(args[i]).__name__}")
-        if args[i].dtype.kind != "f":
+        if not is_floating(args[i].dtype):
             raise DTypeError(f"value_and_grad: argument {i} has dtype {args[i].dtype}; "
                              "only floating tensors have gradients")
         if is_grad_enabled() and args[i].requires_grad:

@@ -12,7 +12,7 @@ import numbers
 import numpy as np
 
 from .device.registry import get_backend
-from .dtypes import SUPPORTED, as_dtype, default_float, default_int
+from .dtypes import SUPPORTED, as_dtype, default_float, default_int, is_floating
 from .errors import DTypeError, ShapeError
 from .tensor import Tensor
 
@@ -142,7 +142,7 @@ def full(size, fill_value, dtype=None, backend=None, requires_grad=False, device
     shape = _shape((size,) if isinstance(size, numbers.Integral) else (tuple(size),), "full")
     if dtype is None:
         dtype = np.asarray(fill_value).dtype
-        dtype = default_float if dtype.kind == "f" else (np.dtype(bool) if dtype.kind == "b"
+        dtype = default_float if is_floating(dtype) else (np.dtype(bool) if dtype.kind == "b"
                                                          else default_int)
     b = _backend(backend, device)
     return _finish(b.full(shape, fill_value, as_dtype(dtype)), b, requires_grad)

@@ -80,6 +80,11 @@ def is_floating(dtype) -> bool:
     return _CATEGORY.get(dtype) == 2
 
 
+def category(dtype) -> int:
+    """0 for bool, 1 for the integers, 2 for the floats: promotion goes up this order."""
+    return _CATEGORY[dtype]
+
+
 def finfo(dtype):
     """Machine limits (eps, tiny, max) of a float dtype, bfloat16 included.
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from .creation import rng
 from .creation import tensor as make_tensor
-from .dtypes import as_dtype, bool_, default_float
+from .dtypes import as_dtype, bool_, default_float, is_floating
 from .errors import DTypeError, ShapeError
 from .graph import no_grad
 from .ops.indexing import copy_
@@ -82,7 +82,7 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, backend=
         raise ValueError("normal: std must be >= 0")
     shape = tuple(size) if size is not None else np.broadcast_shapes(m.shape, s.shape)
     dt = as_dtype(dtype) if dtype is not None else (like.dtype if like is not None and
-                                                     like.dtype.kind == "f" else default_float)
+                                                     is_floating(like.dtype) else default_float)
     values = (m + s * rng(generator).standard_normal(shape)).astype(dt)
     out = _on(like, values, backend, device)
     return out.requires_grad_() if requires_grad else out
@@ -94,7 +94,7 @@ def bernoulli(input: Tensor, p=None, *, generator=None) -> Tensor:
     if np.any((probs < 0) | (probs > 1)):
         raise ValueError("bernoulli: probabilities must be in [0, 1]")
     draws = rng(generator).random(probs.shape) < probs
-    return _on(input, draws.astype(input.dtype if input.dtype.kind == "f" else default_float))
+    return _on(input, draws.astype(input.dtype if is_floating(input.dtype) else default_float))
 
 
 def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
@@ -108,7 +108,7 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
     >>> ndlite.multinomial(ndlite.tensor([[0.0, 3.0]]), 1).tolist()
     [[1]]
     """
-    if not isinstance(input, Tensor) or input.dtype.kind != "f":
+    if not isinstance(input, Tensor) or not is_floating(input.dtype):
         raise DTypeError("multinomial: input must be a float tensor of weights")
     if input.ndim not in (1, 2):
         raise ShapeError(f"multinomial: input must be 1-D or 2-D, got shape {input.shape}")

@@ -5,6 +5,8 @@ booleans and None).
 The file is a plain `.npz` written and read with `allow_pickle=False`: arrays under
 "t0", "t1", ..., and the structure as JSON text in "__ndlite__" (a uint8 array). Nothing in
 a checkpoint can run code; a truncated or foreign file raises a ValueError saying so.
+bfloat16 (which .npy cannot describe: NumPy writes it as raw void) is stored as its uint16 bit
+pattern with `"dtype": "bfloat16"` beside its index, so it round-trips bitwise.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import zipfile
 import numpy as np
 
 from .creation import tensor
+from .dtypes import as_dtype
+from .errors import DTypeError
 from .tensor import Tensor
 
 FORMAT = "ndlite-checkpoint"
@@ -28,15 +32,29 @@ def _contiguous(array: np.ndarray) -> np.ndarray:
     return np.array(array, order="C", copy=True)
 
 
+def _store(array: np.ndarray, arrays: list, key: str) -> dict:
+    array = _contiguous(array)
+    if array.dtype.name == "bfloat16":
+        arrays.append(array.view(np.uint16))
+        return {key: len(arrays) - 1, "dtype": "bfloat16"}
+    arrays.append(array)
+    return {key: len(arrays) - 1}
+
+
+def _stored(node: dict, key: str, arrays) -> np.ndarray:
+    array = arrays[f"t{node[key]}"]
+    if node.get("dtype") == "bfloat16":
+        return array.view(as_dtype("bfloat16"))  # a DTypeError naming ml_dtypes without it
+    return array
+
+
 def _encode(obj, arrays: list):
     if isinstance(obj, Tensor):
-        arrays.append(_contiguous(obj.detach().numpy()))
-        return {"tensor": len(arrays) - 1}
+        return _store(obj.detach().numpy(), arrays, "tensor")
     if isinstance(obj, np.ndarray):
         if obj.dtype == object:
             raise TypeError("save: object arrays cannot be saved without pickle")
-        arrays.append(_contiguous(obj))
-        return {"array": len(arrays) - 1}
+        return _store(obj, arrays, "array")
     if isinstance(obj, dict):
         return {"dict": [[_encode(k, arrays), _encode(v, arrays)] for k, v in obj.items()]}
     if isinstance(obj, (list, tuple)):
@@ -51,9 +69,9 @@ def _encode(obj, arrays: list):
 
 def _decode(node, arrays, backend):
     if "tensor" in node:
-        return tensor(arrays[f"t{node['tensor']}"], backend=backend)
+        return tensor(_stored(node, "tensor", arrays), backend=backend)
     if "array" in node:
-        return arrays[f"t{node['array']}"]
+        return _stored(node, "array", arrays)
     if "dict" in node:
         return {_decode(k, arrays, backend): _decode(v, arrays, backend) for k, v in node["dict"]}
     if "list" in node:
@@ -113,6 +131,8 @@ def load(path, backend=None):
         raise ValueError(f"{what} (truncated or corrupt: {exc}); save it again") from None
     try:
         return _decode(meta["tree"], arrays, backend)
+    except DTypeError:  # bfloat16 without ml_dtypes: say which package, not "malformed"
+        raise
     except (KeyError, AttributeError, TypeError, IndexError, ValueError, RecursionError) as exc:
         raise ValueError(f"{what}: its metadata is malformed ({type(exc).__name__}: {exc})") \
             from None

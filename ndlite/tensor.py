@@ -115,7 +115,7 @@ class Tensor:
                     "requires_grad_: you can only change requires_grad of leaf tensors; "
                     "use .detach() to get a tensor outside the graph")
             return self
-        if requires_grad and self._data.dtype.kind != "f":
+        if requires_grad and not is_floating(self._data.dtype):
             raise DTypeError(
                 f"requires_grad_: only floating tensors can require gradients, not "
                 f"{self._data.dtype} (shape {self.shape})")
@@ -252,7 +252,7 @@ class Tensor:
 
     def __repr__(self) -> str:
         values = self._backend.to_numpy(self._data)
-        integral = values.dtype.kind != "f" or not values.size or bool(
+        integral = not is_floating(values.dtype) or not values.size or bool(
             np.all(np.isfinite(values) & (values == np.round(values))))
         # like torch: "1., 2." for whole numbers, else four decimals
         body = np.array2string(values, separator=", ", prefix="tensor(", threshold=1000,

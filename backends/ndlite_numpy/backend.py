@@ -16,7 +16,8 @@ import platform
 import numpy as np
 
 from ndlite.device import Backend, BackendUnavailableError, XpBackend
-from ndlite.dtypes import HALF
+from ndlite.device.halfmath import compute_in_float32, scalar_in_float32
+from ndlite.dtypes import HALF, is_floating
 
 from . import kernels, nn, optim, scratch, threads
 
@@ -27,12 +28,29 @@ def _array_ufunc(ufunc, arity: int):
     A plain wrapper with a class check is cheaper than `out=...` (NumPy >= 2.3), whose
     keyword parsing costs more than the check on every call."""
     ndarray, asarray = np.ndarray, np.asarray
-    if arity == 1:
+    if arity == 1 and ufunc is np.sign:
+        def call(a):
+            if a.dtype in HALF:  # ml_dtypes' bfloat16 sign keeps -0.0; the contract gives 0.0
+                return asarray(ufunc(a.astype(np.float32)).astype(a.dtype))
+            r = ufunc(a)
+            return r if r.__class__ is ndarray else asarray(r)
+    elif arity == 1:
         def call(a):
             r = ufunc(a)
             return r if r.__class__ is ndarray else asarray(r)
+    elif ufunc is np.maximum or ufunc is np.minimum:
+        def call(a, b):
+            # NumPy's float16 loops return the first operand of a tie of -0.0 and 0.0, its
+            # float32 and float64 loops the second (as the contract): float16 goes by float32
+            if getattr(a, "dtype", None) in HALF or getattr(b, "dtype", None) in HALF:
+                return asarray(scalar_in_float32(ufunc, a, b))
+            r = ufunc(a, b)
+            return r if r.__class__ is ndarray else asarray(r)
     else:
         def call(a, b):
+            if a.__class__ is not b.__class__ and (a.dtype if a.__class__ is ndarray else
+                                                   getattr(b, "dtype", None)) in HALF:
+                return asarray(scalar_in_float32(ufunc, a, b))  # a half with a Python number
             r = ufunc(a, b)
             return r if r.__class__ is ndarray else asarray(r)
     call.__name__ = ufunc.__name__
@@ -82,7 +100,7 @@ def _select_bits(cond, a, b):
             if v.dtype != dtype or v.shape != cond.shape:
                 return None
             bits.append(v.view(itype))
-        elif isinstance(v, float if dtype.kind == "f" else int) and not isinstance(v, bool):
+        elif isinstance(v, float if is_floating(dtype) else int) and not isinstance(v, bool):
             bits.append(np.asarray(v, dtype).view(itype))
         else:
             return None
@@ -99,7 +117,8 @@ class NumpyBackend(XpBackend):
 
     kind = "numpy"
     name = "numpy"
-    #: half precision is stored in half and computed in float32, rounded once (halfmath.py)
+    #: half precision is stored in half, computed in float32 and rounded once
+    #: (ndlite/device/halfmath.py)
     dtypes = Backend.dtypes | frozenset(HALF)
 
     def __init__(self, device: str | None = None):
@@ -119,6 +138,7 @@ class NumpyBackend(XpBackend):
                 return _integer_pow(np.asarray(a), np.asarray(b))  # (and PyTorch) truncate
 
         self.pow = pow
+        compute_in_float32(self)  # half buffers: contractions in float32, rounded once
 
     def _array_result(self, ufunc, arity):
         return _array_ufunc(ufunc, arity)
@@ -136,6 +156,8 @@ class NumpyBackend(XpBackend):
 
     def relu(self, x):
         # a Python 0 is weak (keeps x's dtype) and cheaper than building a NumPy scalar
+        if x.dtype in HALF:
+            return self.maximum(x, 0)  # float16's ties of -0.0 and 0 (see _array_ufunc)
         return _array(_maximum(x, 0))
 
     def matmul(self, a, b):

@@ -19,6 +19,8 @@ import math
 
 import numpy as np
 
+from ..dtypes import is_floating
+
 # ---- derived primitives -----------------------------------------------------------------------
 
 
@@ -34,7 +36,7 @@ def absolute(b, x):
     if x.dtype.kind == "b":
         return b.copy(x)
     out = b.where(b.lt(x, 0), b.neg(x), x)  # integers: abs(INT_MIN) wraps, as NumPy's does
-    if x.dtype.kind == "f":  # as fabs, clear the sign bit: -0.0 -> 0.0, NaN -> +NaN
+    if is_floating(x.dtype):  # as fabs, clear the sign bit: -0.0 -> 0.0, NaN -> +NaN
         out = b.where(b.eq(x, x), b.add(out, 0), math.nan)
     return out
 
@@ -44,32 +46,31 @@ def sign(b, x):
     return b.where(b.gt(x, 0), 1, b.where(b.lt(x, 0), -1, b.add(x, 0)))
 
 
-def _reversed(b, x, kind: str):
-    """An order-reversing bijection of values: -x for floats (so a tie and a NaN come out as
-    the one maximum picked), -1 - x for integers (which never overflows)."""
+def _reversed(b, x, dtype):
+    """Reverses the order: -x for floats (ties, NaN come out as max picks), -1 - x for ints."""
     if isinstance(x, (bool, int, float)):
-        return -x if kind == "f" else -1 - x
-    return b.neg(x) if kind == "f" else b.sub(-1, x)
+        return -x if is_floating(dtype) else -1 - x
+    return b.neg(x) if is_floating(dtype) else b.sub(-1, x)
 
 
 def minimum(b, x, y):
-    kind = (y if isinstance(x, (bool, int, float)) else x).dtype.kind
-    if kind == "b":
+    dtype = (y if isinstance(x, (bool, int, float)) else x).dtype
+    if dtype.kind == "b":
         return b.mul(x, y)  # logical and
-    return _reversed(b, b.maximum(_reversed(b, x, kind), _reversed(b, y, kind)), kind)
+    return _reversed(b, b.maximum(_reversed(b, x, dtype), _reversed(b, y, dtype)), dtype)
 
 
 def amin(b, x, axes, keepdims):
     # of tied 0.0 and -0.0 it keeps the element max keeps (NumPy's and OpenCL's: the last)
     if x.dtype.kind == "b":  # all(x) = not any(not x)
         return b.eq(b.max(b.eq(x, False), axes, keepdims), False)
-    return _reversed(b, b.max(_reversed(b, x, x.dtype.kind), axes, keepdims), x.dtype.kind)
+    return _reversed(b, b.max(_reversed(b, x, x.dtype), axes, keepdims), x.dtype)
 
 
 def argmin(b, x, axis, keepdims):
     if x.dtype.kind == "b":
         return b.argmax(b.eq(x, False), axis, keepdims)
-    return b.argmax(_reversed(b, x, x.dtype.kind), axis, keepdims)
+    return b.argmax(_reversed(b, x, x.dtype), axis, keepdims)
 
 
 def pad(b, x, widths, value):

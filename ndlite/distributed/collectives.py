@@ -17,6 +17,7 @@ import enum
 
 import numpy as np
 
+from ..dtypes import is_floating
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 from .errors import DistributedError
@@ -46,7 +47,7 @@ def _reduce_op(op, dtype, what: str) -> ReduceOp:
         except KeyError:
             raise ValueError(f"{what}: unknown reduction {op!r}; use ndlite.distributed."
                              f"ReduceOp.{'/'.join(ReduceOp.__members__)}") from None
-    if op is ReduceOp.AVG and np.dtype(dtype).kind != "f":
+    if op is ReduceOp.AVG and not is_floating(np.dtype(dtype)):
         raise DTypeError(f"{what}: ReduceOp.AVG needs a floating tensor, not {np.dtype(dtype)}; "
                          "reduce with SUM and divide")
     return op

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..creation import tensor as make_tensor
 from ..creation import zeros
+from ..dtypes import is_floating
 from ..errors import DTypeError, ShapeError
 from ..ops.activation import dropout, softmax
 from ..ops.join import cat
@@ -39,7 +40,7 @@ def canonical_mask(mask: Tensor | None, name: str, dtype) -> Tensor | None:
     if mask.dtype.kind == "b":
         base = zeros(mask.shape, dtype=dtype, backend=mask.backend)
         return masked_fill(base, mask, float("-inf"))
-    if mask.dtype.kind != "f":
+    if not is_floating(mask.dtype):
         raise DTypeError(f"{OP}: only bool and floating types of {name} are supported, got "
                          f"{mask.dtype}")
     return mask.to(dtype) if mask.dtype != dtype else mask

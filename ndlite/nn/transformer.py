@@ -14,6 +14,7 @@ import copy
 from collections import OrderedDict
 
 from ..creation import empty, full
+from ..dtypes import is_floating
 from ..errors import ShapeError
 from ..ops.selection import triu
 from ..tensor import Tensor
@@ -255,7 +256,7 @@ def _seq_len(x: Tensor, batch_first: bool) -> int:
 
 def _detect_is_causal_mask(mask, is_causal, size: int) -> bool:
     """is_causal if given; else whether `mask` is exactly the causal mask of `size`."""
-    if is_causal is not None or mask is None or mask.dtype.kind != "f":
+    if is_causal is not None or mask is None or not is_floating(mask.dtype):
         return is_causal is True
     causal = _generate_square_subsequent_mask(size, dtype=mask.dtype, backend=mask.backend)
     return mask.shape == causal.shape and bool((mask == causal).all())

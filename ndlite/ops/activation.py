@@ -7,9 +7,11 @@ import math
 import numbers
 
 from ..creation import generator, manual_seed
+from ..dtypes import HALF, is_floating
 from ..errors import DTypeError
 from ..tensor import Tensor, _dim
 from . import samples
+from .cast import forward_in_float32
 from .dispatch import unary
 from .elementwise import where
 from .registry import TRANSCENDENTAL, Op, Spec, declare, implements, register
@@ -19,7 +21,7 @@ from .unary import exp
 def _float_input(x: Tensor, op: str) -> None:
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}: expected a tensor, got {type(x).__name__}")
-    if x.dtype.kind != "f":
+    if not is_floating(x.dtype):
         raise DTypeError(f"{op}: expected a floating tensor, got {x.dtype} (shape {x.shape})")
 
 
@@ -75,6 +77,7 @@ class Softmax(Op):
     save_output = True
 
     @staticmethod
+    @forward_in_float32  # exp of a log_softmax rounded to half would lose ulps
     def forward(b, x, axis):
         if not x.shape:
             return b.add(b.sub(x, x), 1)
@@ -179,6 +182,7 @@ class Gelu(Op):
     # sigmoid(2 z) and sigmoid(2 z) sigmoid(-2 z) = (1 - tanh(z)^2) / 4 do not.
 
     @staticmethod
+    @forward_in_float32  # in half, 1 + erf(x / sqrt 2) cancels to 0 below x = -3
     def forward(b, x, approximate):
         if approximate == "tanh":
             z2 = b.mul(b.add(x, b.mul(b.mul(b.mul(x, x), x), 0.044715)), 2 * _SQRT_2_OVER_PI)
@@ -189,7 +193,13 @@ class Gelu(Op):
     @staticmethod
     def backward(node, grad):
         x = node.saved[0]
-        if node.params["approximate"] == "tanh":
+        if x.dtype in HALF:  # as the forward: the cancelling sums in float32, rounded once
+            return Gelu.backward_of(x.float(), grad.float(), node.params).to(x.dtype)
+        return Gelu.backward_of(x, grad, node.params)
+
+    @staticmethod
+    def backward_of(x, grad, params):
+        if params["approximate"] == "tanh":
             z2 = (x + x * x * x * 0.044715) * (2 * _SQRT_2_OVER_PI)
             s, s_neg = z2.sigmoid(), (-z2).sigmoid()
             d_z2 = (1 + x * x * (3 * 0.044715)) * (2 * _SQRT_2_OVER_PI)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from ..dtypes import as_dtype, bool_
+from ..dtypes import as_dtype, bool_, is_floating
 from ..errors import DTypeError
 from ..tensor import Tensor
 from .dispatch import binary, unary, unbroadcast
@@ -86,13 +86,14 @@ def _minimum_grad(node, grad):
             unbroadcast(_tie_split(grad, y < x, tie), node.shapes[1]))
 
 
-Add = define("add", lambda b, x, y: b.add(x, y), _add_grad, spec=Spec(BINARY))
+Add = define("add", lambda b, x, y: b.add(x, y), _add_grad, spec=Spec(BINARY, half_tol=EXACT))
 Sub = define("sub", lambda b, x, y: b.sub(x, y), _sub_grad, dtype_rule="no_bool",
-             spec=Spec(BINARY, bound=lambda a, b: a + b))
+             spec=Spec(BINARY, bound=lambda a, b: a + b, half_tol=EXACT))
 Mul = define("mul", lambda b, x, y: b.mul(x, y), _mul_grad, save="inputs",
-             spec=Spec(BINARY, second_order=True))
+             spec=Spec(BINARY, second_order=True, half_tol=EXACT))
 Div = define("div", lambda b, x, y: b.div(x, y), _div_grad, save="inputs", dtype_rule="float",
-             spec=Spec(BINARY, params={"divisor_min": 0.25}, bound=lambda a, b: a / b + a / b))
+             spec=Spec(BINARY, params={"divisor_min": 0.25}, bound=lambda a, b: a / b + a / b,
+                       half_tol=EXACT))
 Pow = define("pow", lambda b, x, y: b.pow(x, y), _pow_grad, save="inputs", dtype_rule="no_bool",
              spec=Spec(BINARY, tol=TRANSCENDENTAL, domain=(0.25, 2.0),
                        params={"exponent": (-2, 3)}))
@@ -283,7 +284,7 @@ def clamp(x: Tensor, min=None, max=None) -> Tensor:  # noqa: A002 - torch's name
         params["min"] = min
     if max is not None:
         params["max"] = max
-    if x.dtype.kind != "f" and any(isinstance(v, float) for v in params.values()):
+    if not is_floating(x.dtype) and any(isinstance(v, float) for v in params.values()):
         x = x.to(as_dtype("float32"))
     return unary(Clamp, x, **params)
 

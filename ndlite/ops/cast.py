@@ -4,7 +4,9 @@ to their promoted dtype with `astype`."""
 
 from __future__ import annotations
 
-from ..dtypes import as_dtype, is_floating
+import functools
+
+from ..dtypes import HALF, as_dtype, float32, is_floating
 from ..errors import DTypeError
 from ..graph import attach
 from ..tensor import Tensor
@@ -77,3 +79,29 @@ def transfer(x: Tensor, target) -> Tensor:
     if out._node is not None:
         out._node.backend = target
     return out
+
+
+def widened(fn):
+    """A composite that reduces (mean, var, logsumexp), run on float32 when its input is
+    half and rounded once at the end, as PyTorch accumulates half in float32 (differentiable:
+    the casts carry the gradient back in the input's dtype)."""
+
+    @functools.wraps(fn)
+    def call(x, *args, **kwargs):
+        if isinstance(x, Tensor) and x.dtype in HALF:
+            return astype(fn(astype(x, float32), *args, **kwargs), x.dtype)
+        return fn(x, *args, **kwargs)
+
+    return call
+
+
+def forward_in_float32(forward):
+    """An op's forward over buffers, run on float32 copies of a half input and rounded once."""
+
+    @functools.wraps(forward)
+    def run(b, x, *args, **kwargs):
+        if x.dtype in HALF:
+            return b.astype(forward(b, b.astype(x, float32), *args, **kwargs), x.dtype)
+        return forward(b, x, *args, **kwargs)
+
+    return run

@@ -13,10 +13,12 @@ import numbers
 
 from ..amp_state import switch as amp
 from ..creation import zeros
+from ..dtypes import is_floating
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 from . import samples
-from .dispatch import autocast_inputs, nary
+from .autocast import autocast_inputs
+from .dispatch import nary
 from .join import pad
 from .registry import SCALED, Op, Spec, implements, register
 
@@ -198,7 +200,7 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
                          f"kw), got shape {weight.shape}")
     tensors = [input, weight] + ([bias] if bias is not None else [])
     for t in tensors:
-        if t.dtype.kind != "f" or t.dtype != input.dtype:
+        if not is_floating(t.dtype) or t.dtype != input.dtype:
             raise DTypeError(f"{op}: input, weight and bias must share one floating dtype, got "
                              f"{[str(t.dtype) for t in tensors]}")
     if not isinstance(groups, numbers.Integral) or groups <= 0:

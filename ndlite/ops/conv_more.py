@@ -15,8 +15,10 @@ import numbers
 
 from ..creation import zeros
 from ..device.fallbacks import conv_output_size
+from ..dtypes import is_floating
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
+from .autocast import autocast_op
 from .conv import conv2d, conv2d_grad_input, pair, positive
 from .join import pad
 from .registry import Spec, declare
@@ -41,7 +43,7 @@ def single(value, name: str, op: str) -> int:
 
 def _check_dtypes(op: str, tensors: list) -> None:
     for t in tensors:
-        if t.dtype.kind != "f" or t.dtype != tensors[0].dtype:
+        if not is_floating(t.dtype) or t.dtype != tensors[0].dtype:
             raise DTypeError(f"{op}: input, weight and bias must share one floating dtype, got "
                              f"{[str(t.dtype) for t in tensors]}")
 
@@ -52,6 +54,7 @@ def _check_groups(op: str, groups) -> int:
     return int(groups)
 
 
+@autocast_op("conv1d")
 def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
            dilation=1, groups: int = 1) -> Tensor:
     """1-D convolution (cross-correlation) of input (N, C, L) or (C, L) with weight
@@ -108,6 +111,7 @@ def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     return out.squeeze(2)
 
 
+@autocast_op("conv_transpose2d")
 def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1,
                      padding=0, output_padding=0, groups: int = 1, dilation=1) -> Tensor:
     """2-D transposed convolution of input (N, C_in, H, W) or (C_in, H, W) with weight
@@ -196,6 +200,7 @@ def _fit(input: Tensor, size, kernel, stride, padding, dilation) -> Tensor:
     return pad(input, (0, extra[1], 0, extra[0]))
 
 
+@autocast_op("conv_transpose1d")
 def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1,
                      padding=0, output_padding=0, groups: int = 1, dilation=1) -> Tensor:
     """1-D transposed convolution of input (N, C_in, L) or (C_in, L) with weight

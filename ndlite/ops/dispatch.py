@@ -16,14 +16,13 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..amp_state import FP32, LOW, POLICY
-from ..amp_state import state as amp_state
 from ..amp_state import switch as amp
 from ..creation import tensor
-from ..dtypes import HALF, bool_, default_float, float32, promote, promote_operands, scalar_dtype
+from ..dtypes import bool_, default_float, is_floating, promote_operands, scalar_dtype
 from ..errors import DeviceMismatchError, DTypeError, ShapeError
 from ..graph import attach, mode, record
 from ..tensor import Tensor
+from .autocast import autocast_inputs
 from .cast import astype
 
 _make = Tensor._make
@@ -83,60 +82,17 @@ def cast(t: Tensor, dtype) -> Tensor:
     return astype(t, dtype)
 
 
-_AUTOCAST = (float32,) + HALF  # what autocast casts: never float64 or integers
-
-
-def autocast_inputs(op, inputs: tuple) -> tuple:
-    """`inputs` (tensors, numbers, None) as autocast's policy (ndlite.amp_state.POLICY) has
-    `op` take them: its float32/float16/bfloat16 tensors cast to the region's low dtype, to
-    float32, or to the widest of them. Called only inside an autocast region, by the apply
-    path below and by ops that check dtypes before it (linear, conv2d, layer_norm, sum)
-    whenever a region is open in some thread: it checks this thread's state first."""
-    if not amp_state.enabled:
-        return inputs
-    rule = POLICY.get(op.name)
-    if rule is None:
-        return inputs
-    if rule is LOW:
-        want = amp_state.dtype
-    elif rule is FP32:
-        want = float32
-    else:
-        found = [t._data.dtype for t in inputs
-                 if t.__class__ is Tensor and t._data.dtype in _AUTOCAST]
-        want = found[0] if found else None
-        for dtype in found[1:]:
-            want = promote(want, dtype)
-    return tuple(_autocast(t, want) if t.__class__ is Tensor and t._data.dtype != want
-                 and t._data.dtype in _AUTOCAST else t for t in inputs)
-
-
-def _autocast(t: Tensor, dtype) -> Tensor:
-    """`t` as `dtype`; a parameter (a leaf that requires grad) cast to the low dtype while
-    recording is cast once per region (the cache is cleared when the outermost region ends)."""
-    if not (t._rg and t._node is None and dtype is amp_state.dtype and amp_state.cache_enabled
-            and mode.enabled):
-        return astype(t, dtype)
-    key = (id(t), dtype)
-    hit = amp_state.cache.get(key)
-    if hit is not None and hit[0] is t:
-        return hit[1]
-    out = astype(t, dtype)
-    amp_state.cache[key] = (t, out)  # the leaf too: its id stays its own while the entry lives
-    return out
-
-
 def _dtype_rule(op, dtype, opname):
     """The dtype `op` computes in, given its inputs' promoted dtype."""
     rule = op.dtype_rule
     if rule is None:
         return dtype
     if rule == "float":
-        return dtype if dtype.kind == "f" else default_float
+        return dtype if is_floating(dtype) else default_float
     if rule == "no_bool" and dtype is bool_:
         raise DTypeError(f"{opname} is not supported on bool tensors; use logical ops "
                          f"(~, &, |, ^) or cast with .long() / .float()")
-    if rule == "integral" and dtype.kind == "f":
+    if rule == "integral" and is_floating(dtype):
         raise DTypeError(f"{opname} needs bool or integer tensors, got {dtype}")
     return dtype
 
@@ -188,7 +144,7 @@ def binary(op, a, b) -> Tensor:
     else:
         raise TypeError(f"{op.name}: needs at least one tensor operand")
     dtype = t._data.dtype
-    if s.__class__ is float and dtype.kind == "f" and op.dtype_rule != "integral":
+    if s.__class__ is float and is_floating(dtype) and op.dtype_rule != "integral":
         value = s  # the common case: a float scalar with a float tensor
     else:
         value = as_scalar(s, op.name)

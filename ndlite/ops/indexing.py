@@ -19,6 +19,7 @@ import numpy as np
 
 from .. import graph
 from ..creation import tensor
+from ..dtypes import is_floating
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 from . import samples
@@ -74,7 +75,7 @@ def _classify(item):
         array = np.asarray(item)
     if array.dtype == np.bool_:
         return "mask", array
-    if array.dtype.kind in "iu" or (array.size == 0 and array.dtype.kind == "f"):
+    if array.dtype.kind in "iu" or (array.size == 0 and is_floating(array.dtype)):
         if array.ndim == 0 and not isinstance(item, (Tensor, np.ndarray)):
             return "int", int(array)
         return "array", array.astype(np.int64)

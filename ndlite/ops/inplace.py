@@ -13,13 +13,12 @@ through a view rewrites the history of the view's base and of its other views (v
 from __future__ import annotations
 
 from .. import graph
+from ..dtypes import category
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 from .binary import add, clamp, div, mul, pow, sub
 from .unary import neg, relu
 from .views import after_write, check_view_write
-
-_CATEGORY = {"b": 0, "i": 1, "u": 1, "f": 2}
 
 
 def check_inplace(x: Tensor, op: str) -> None:
@@ -53,7 +52,7 @@ def _inplace(x: Tensor, other, fn, op: str) -> Tensor:
     if out.shape != x.shape:
         raise ShapeError(f"{op}: the result of shape {out.shape} cannot be written into a "
                          f"tensor of shape {x.shape}")
-    if _CATEGORY[out.dtype.kind] > _CATEGORY[x.dtype.kind]:
+    if category(out.dtype) > category(x.dtype):
         raise DTypeError(f"{op}: the result type {out.dtype} cannot be cast to the tensor's "
                          f"dtype {x.dtype}")
     if recording and out.dtype != x.dtype:

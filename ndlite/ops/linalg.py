@@ -5,20 +5,14 @@ fully connected layer)."""
 from __future__ import annotations
 
 from ..amp_state import switch as amp
-from ..dtypes import promote
+from ..dtypes import is_floating, promote
 from ..errors import DTypeError, ShapeError
 from ..graph import mode, record
 from ..tensor import Tensor
 from . import samples
-from .dispatch import (
-    autocast_inputs,
-    broadcast_shapes,
-    cast,
-    check_same_backend,
-    nary,
-    unbroadcast,
-)
-from .registry import SCALED, Op, Spec, declare, implements, register
+from .autocast import autocast_inputs
+from .dispatch import broadcast_shapes, cast, check_same_backend, nary, unbroadcast
+from .registry import ROUNDS_ONCE, SCALED, Op, Spec, declare, implements, register
 
 _make = Tensor._make
 
@@ -45,7 +39,7 @@ def _result_shape(x_shape: tuple, y_shape: tuple) -> tuple:
 @register
 class Matmul(Op):
     name = "matmul"
-    spec = Spec(samples.MATMUL, tol=SCALED, second_order=True)
+    spec = Spec(samples.MATMUL, tol=SCALED, second_order=True, half_tol=ROUNDS_ONCE)
     save_inputs = True
 
     @staticmethod
@@ -81,7 +75,7 @@ def _operands(a, b, op: str):
         if not isinstance(a, Tensor) or not isinstance(b, Tensor):
             raise TypeError(f"{op}: both operands must be tensors")
     da, db = a._data.dtype, b._data.dtype
-    if da is db and da.kind == "f":
+    if da is db and is_floating(da):
         return a, b
     if da.kind == "b" or db.kind == "b":
         raise DTypeError(f"{op}: bool tensors are not supported (shapes {a.shape} and {b.shape})")
@@ -192,7 +186,7 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         raise ShapeError(f"linear: bias must have shape ({weight.shape[0]},), got {bias.shape}")
     dtype = x.dtype
     for t in tensors:
-        if t.dtype != dtype or t.dtype.kind != "f":
+        if t.dtype != dtype or not is_floating(t.dtype):
             raise DTypeError(f"linear: input, weight and bias must share one floating dtype, "
                              f"got {[str(t.dtype) for t in tensors]}")
     if x.ndim == 1:
@@ -200,6 +194,8 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     return nary(Linear, tensors)
 
 
-declare("mm", Spec(samples.MATMUL, tol=SCALED, params={"ndim": (2, 2)}), mm)
-declare("bmm", Spec(samples.MATMUL, tol=SCALED, params={"ndim": (3, 3), "same_batch": True}), bmm)
-declare("dot", Spec(samples.MATMUL, tol=SCALED, params={"ndim": (1, 1)}), dot)
+_CONTRACTION = {"tol": SCALED, "half_tol": ROUNDS_ONCE}
+declare("mm", Spec(samples.MATMUL, params={"ndim": (2, 2)}, **_CONTRACTION), mm)
+declare("bmm", Spec(samples.MATMUL, params={"ndim": (3, 3), "same_batch": True}, **_CONTRACTION),
+        bmm)
+declare("dot", Spec(samples.MATMUL, params={"ndim": (1, 1)}, **_CONTRACTION), dot)

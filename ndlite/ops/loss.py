@@ -9,10 +9,12 @@ dispatched: a GPU would otherwise read out of bounds.
 
 from __future__ import annotations
 
+from ..dtypes import is_floating
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 from . import samples
 from .activation import log_softmax
+from .autocast import autocast_op
 from .binary import clamp, maximum
 from .dispatch import broadcast_shapes, check_same_backend, nary
 from .elementwise import where
@@ -40,7 +42,7 @@ def _reduce(loss: Tensor, reduction: str) -> Tensor:
 def _float(t, name: str, op: str) -> None:
     if not isinstance(t, Tensor):
         raise TypeError(f"{op}: {name} must be a tensor, got {type(t).__name__}")
-    if t.dtype.kind != "f":
+    if not is_floating(t.dtype):
         raise DTypeError(f"{op}: {name} must be a floating tensor, got {t.dtype} "
                          f"(shape {t.shape})")
 
@@ -154,6 +156,7 @@ def _nll(input: Tensor, target: Tensor, weight, ignore_index: int, reduction: st
     return loss.sum()
 
 
+@autocast_op("nll_loss")
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
              ignore_index: int = -100, reduction: str = "mean") -> Tensor:
     """The negative log-likelihood of class indices `target` (N,) or (N, d1, ...) under
@@ -173,6 +176,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
     return _nll(input, target, weight, ignore_index, reduction)
 
 
+@autocast_op("cross_entropy")
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
                   ignore_index: int = -100, reduction: str = "mean",
                   label_smoothing: float = 0.0) -> Tensor:
@@ -194,7 +198,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
     class_dim = 1 if input.ndim >= 2 else 0
     classes = input.shape[class_dim] if input.ndim else 0
     _check_weight(weight, classes, input, op)
-    if isinstance(target, Tensor) and target.dtype.kind == "f":
+    if isinstance(target, Tensor) and is_floating(target.dtype):
         return _cross_entropy_probabilities(input, target, weight, reduction, label_smoothing)
     _check_labels(input, target, ignore_index, op)
     logp = log_softmax(input, class_dim)
@@ -241,6 +245,7 @@ def _cross_entropy_probabilities(input, target, weight, reduction, label_smoothi
 # ---- regression and binary losses -------------------------------------------------------------
 
 
+@autocast_op("mse_loss")
 def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
     """Mean squared error (or summed, or per element).
 
@@ -257,6 +262,7 @@ def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
     return _reduce(diff * diff, reduction)
 
 
+@autocast_op("l1_loss")
 def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
     """Mean absolute error (or summed, or per element).
 
@@ -309,6 +315,7 @@ class BinaryCrossEntropy(Op):
         return grad_p, grad_t
 
 
+@autocast_op("binary_cross_entropy")
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
                          reduction: str = "mean") -> Tensor:
     """-w (t log(x) + (1 - t) log(1 - x)) for probabilities x in [0, 1]; each log is clamped
@@ -338,6 +345,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     return _reduce(loss, reduction)
 
 
+@autocast_op("binary_cross_entropy_with_logits")
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None,
                                      reduction: str = "mean",
                                      pos_weight: Tensor | None = None) -> Tensor:

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import math as _math
 
-from ..dtypes import as_dtype
+from ..dtypes import as_dtype, is_floating
 from ..errors import DTypeError
 from ..tensor import Tensor
+from .autocast import autocast_op
 from .dispatch import binary, unary, unbroadcast
 from .elementwise import where
 from .registry import EXACT, TRANSCENDENTAL, Spec, declare, define
@@ -115,7 +116,7 @@ def _float(x: Tensor, op: str) -> Tensor:
         raise TypeError(f"{op}: expected a tensor, got {type(x).__name__}")
     if x.dtype.kind == "b":
         raise DTypeError(f"{op}: not supported on bool tensors")
-    return x if x.dtype.kind == "f" else x.to(as_dtype("float32"))
+    return x if is_floating(x.dtype) else x.to(as_dtype("float32"))
 
 
 def square(x: Tensor) -> Tensor:
@@ -123,16 +124,19 @@ def square(x: Tensor) -> Tensor:
     return x * x
 
 
+@autocast_op("reciprocal")
 def reciprocal(x: Tensor) -> Tensor:
     """1 / x"""
     return 1 / _float(x, "reciprocal")
 
 
+@autocast_op("rsqrt")
 def rsqrt(x: Tensor) -> Tensor:
     """1 / sqrt(x)"""
     return 1 / sqrt(_float(x, "rsqrt"))
 
 
+@autocast_op("softplus")
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """log(1 + exp(beta x)) / beta, and x itself where beta x > threshold (PyTorch's rule)."""
     x = _float(input, "softplus")

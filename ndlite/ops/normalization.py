@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from .. import graph
+from ..dtypes import is_floating
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 from . import samples
@@ -28,7 +29,7 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     if input.ndim < 2:
         raise ShapeError(f"{op}: expected an input of at least 2 dims (N, C, ...), got shape "
                          f"{input.shape}")
-    if input.dtype.kind != "f":
+    if not is_floating(input.dtype):
         raise DTypeError(f"{op}: expected a floating input, got {input.dtype}")
     c = input.shape[1]
     for name, t in (("running_mean", running_mean), ("running_var", running_var),

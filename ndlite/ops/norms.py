@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
+from ..dtypes import finfo, is_floating
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
+from .autocast import autocast_op
 from .reduce import mean
 from .registry import Spec, declare
 from .samples import Sampler
@@ -21,10 +21,11 @@ NORM = Sampler("norm", "a well-conditioned input, with params['kind'] 'group' (N
 
 def _check_float(op: str, tensors) -> None:
     for t in tensors:
-        if t is not None and t.dtype.kind != "f":
+        if t is not None and not is_floating(t.dtype):
             raise DTypeError(f"{op}: expected floating tensors, got {t.dtype}")
 
 
+@autocast_op("group_norm")
 def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     """Normalize (N, C, ...) over each of num_groups groups of C / num_groups channels and
@@ -74,6 +75,7 @@ def normalized_dims(normalized_shape, input_shape: tuple, op: str) -> tuple:
     return shape
 
 
+@autocast_op("rms_norm")
 def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
              eps: float | None = None) -> Tensor:
     """x / sqrt(mean(x^2) + eps) over the trailing `normalized_shape` dims, then * weight;
@@ -91,7 +93,7 @@ def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
         raise ShapeError(f"{op}: weight must have the normalized shape {shape}, got "
                          f"{weight.shape}")
     if eps is None:
-        eps = float(np.finfo(input.dtype).eps)
+        eps = float(finfo(input.dtype).eps)
     dims = tuple(range(input.ndim - len(shape), input.ndim))
     out = input / (mean(input * input, dims, keepdim=True) + eps).sqrt()
     return out if weight is None else out * weight

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..creation import tensor
 from ..device.fallbacks import empty_windows, pool_output_size
+from ..dtypes import is_floating
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 from . import samples
@@ -28,7 +29,7 @@ def _check_input(x: Tensor, op: str) -> None:
     if x.ndim != 4:
         raise ShapeError(f"{op}: expected a 3-D (C, H, W) or 4-D (N, C, H, W) input, got shape "
                          f"{x.shape}")
-    if x.dtype.kind != "f":
+    if not is_floating(x.dtype):
         raise DTypeError(f"{op}: expected a floating input, got {x.dtype} (shape {x.shape})")
 
 
@@ -268,7 +269,7 @@ def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
     if input.ndim not in (3, 4):
         raise ShapeError(f"adaptive_avg_pool2d: expected a 3-D or 4-D input, got shape "
                          f"{input.shape}")
-    if input.dtype.kind != "f":
+    if not is_floating(input.dtype):
         raise DTypeError(f"adaptive_avg_pool2d: expected a floating input, got {input.dtype}")
     if isinstance(output_size, numbers.Integral):
         output_size = (output_size, output_size)

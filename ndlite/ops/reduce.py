@@ -12,15 +12,26 @@ from collections import namedtuple
 
 from .. import creation, graph
 from ..amp_state import switch as amp
-from ..dtypes import bool_, int64
+from ..dtypes import bool_, int64, is_floating
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor, _dim
 from . import samples
+from .autocast import autocast_inputs, autocast_op
 from .binary import maximum, minimum
-from .dispatch import autocast_inputs, unary
+from .cast import widened
+from .dispatch import unary
 from .elementwise import where
 from .gather import gather
-from .registry import EXACT, TRANSCENDENTAL, Op, Spec, declare, implements, register
+from .registry import (
+    EXACT,
+    ROUNDS_ONCE,
+    TRANSCENDENTAL,
+    Op,
+    Spec,
+    declare,
+    implements,
+    register,
+)
 
 MaxResult = namedtuple("max", ["values", "indices"])
 MinResult = namedtuple("min", ["values", "indices"])
@@ -58,7 +69,7 @@ def _expand_back(grad: Tensor, node) -> Tensor:
 @register
 class Sum(Op):
     name = "sum"
-    spec = Spec(samples.REDUCE, second_order=True)
+    spec = Spec(samples.REDUCE, second_order=True, half_tol=ROUNDS_ONCE)
 
     @staticmethod
     def forward(b, x, axes, keepdims):
@@ -82,7 +93,7 @@ def sum(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:  # no
     axes = axes_of(dim, len(x._data.shape), "sum")
     if dtype is not None:
         x = x.to(dtype)
-    elif x._data.dtype.kind != "f":
+    elif not is_floating(x._data.dtype):
         x = x.to(int64)
     # the hottest reduction (every unbroadcast in a backward pass): called directly, not
     # through unary's keyword packing
@@ -101,27 +112,30 @@ def _count(x: Tensor, axes: tuple) -> int:
     return n
 
 
+@widened
 def mean(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     """Mean over `dim` (all dims by default); floating tensors only, as in PyTorch."""
-    if x.dtype.kind != "f":
+    if not is_floating(x.dtype):
         raise DTypeError(f"mean: needs a floating tensor, got {x.dtype} (shape {x.shape}); "
                          "use .float() first")
     axes = axes_of(dim, x.ndim, "mean")
     return sum(x, axes, keepdim) / _count(x, axes)
 
 
+@widened
 def var(x: Tensor, dim=None, keepdim: bool = False, correction: int = 1,
         unbiased: bool | None = None) -> Tensor:
     """Variance over `dim` with Bessel's correction by default (`correction=1`)."""
     if unbiased is not None:
         correction = 1 if unbiased else 0
-    if x.dtype.kind != "f":
+    if not is_floating(x.dtype):
         raise DTypeError(f"var: needs a floating tensor, got {x.dtype}")
     axes = axes_of(dim, x.ndim, "var")
     centered = x - mean(x, axes, keepdim=True)
     return sum(centered * centered, axes, keepdim) / builtins.max(_count(x, axes) - correction, 0)
 
 
+@widened
 def std(x: Tensor, dim=None, keepdim: bool = False, correction: int = 1,
         unbiased: bool | None = None) -> Tensor:
     """Standard deviation: the square root of `var` (gradient 0 where it is 0, as PyTorch's,
@@ -272,6 +286,8 @@ def argmin(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     return _arg(x, dim, keepdim, "argmin", "argmin")
 
 
+@autocast_op("logsumexp")  # outside widened: float32 in a region, not rounded back
+@widened
 def logsumexp(x: Tensor, dim, keepdim: bool = False) -> Tensor:
     """log(sum(exp(x), dim)), without overflow.
 
@@ -279,7 +295,7 @@ def logsumexp(x: Tensor, dim, keepdim: bool = False) -> Tensor:
     >>> round(ndlite.tensor([1000.0, 1000.0]).logsumexp(0).item(), 3)
     1000.693
     """
-    if x.dtype.kind != "f":
+    if not is_floating(x.dtype):
         x = x.float()
     axes = axes_of(dim, x.ndim, "logsumexp")
     if x.numel() == 0:  # a sum over nothing is 0: log gives -inf, as in PyTorch

@@ -26,6 +26,12 @@ from .samples import Sampler
 SCALED = "scaled"  # contractions and arithmetic: |y - r| <= 8 eps S, S = the op on |inputs|
 EXACT = "exact"  # selection and movement: bitwise equal
 TRANSCENDENTAL = "transcendental"  # exp, log, tanh, ...: rtol 1e-5, atol 1e-6 (float32)
+#: a half-precision class (Spec.half_tol): a contraction that accumulates in float32 and
+#: rounds once, judged SCALED plus a tight check that flags an accumulation in half
+ROUNDS_ONCE = "rounds_once"
+#: the float dtypes an op is tested in unless its spec lists others; a backend without one
+#: (its `dtypes`) is skipped for it, so a backend adding float16 turns its tests on
+FLOATS = ("float32", "float64", "float16", "bfloat16")
 
 
 @dataclass(frozen=True)
@@ -42,7 +48,10 @@ class Spec:
              distinct: ties of max/sort), "bounds" (away from clamp bounds), "integer"
     grad:    whether the op is differentiable (gradchecked and VJP-compared)
     second_order: include in the second-order (Hessian-vector) checks
-    dtypes:  the float dtypes to test (integer ops list their own)
+    dtypes:  the float dtypes to test (integer ops list their own); FLOATS by default
+    half_tol: the tolerance class in float16/bfloat16 where it differs from `tol`: EXACT for
+             + - * / sqrt (computed in float32 and rounded once, they are correctly rounded),
+             ROUNDS_ONCE for contractions (SCALED with the half's eps, plus the tight check)
     bound:   the "S" of the scaled tolerance, if not the op itself on absolute values:
              a function of the float64 absolute inputs and params
     params:  fixed extra arguments for the sampler
@@ -55,7 +64,8 @@ class Spec:
     kinks: str | None = None
     grad: bool = True
     second_order: bool = False
-    dtypes: tuple = ("float32", "float64")
+    dtypes: tuple = FLOATS
+    half_tol: str | None = None
     bound: Callable | None = None
     params: dict = field(default_factory=dict)
 

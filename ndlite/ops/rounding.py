@@ -11,6 +11,7 @@ integers use `math2("remainder" | "floor_divide")` (x by 0 gives 0, as NumPy doe
 
 from __future__ import annotations
 
+from ..dtypes import is_floating
 from ..errors import DTypeError
 from ..tensor import Tensor
 from .binary import div as true_div
@@ -23,7 +24,7 @@ ROUNDING = Spec(UNARY, tol=EXACT, grad=False, domain=(-4.0, 4.0))
 
 
 def _rounding(name: str, doc: str):
-    op = define(name, lambda b, x: b.math(name, x) if x.dtype.kind == "f" else b.copy(x),
+    op = define(name, lambda b, x: b.math(name, x) if is_floating(x.dtype) else b.copy(x),
                 lambda n, g: g * 0, spec=ROUNDING, dtype_rule="no_bool")
 
     def apply(x: Tensor) -> Tensor:

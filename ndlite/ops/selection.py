@@ -8,9 +8,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..creation import tensor as make_tensor
-from ..dtypes import bool_, int64
+from ..dtypes import bool_, int64, is_floating
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
+from .autocast import autocast_op
 from .elementwise import where
 from .gather import gather
 from .gather import scatter_add as _scatter_add_adjoint
@@ -282,10 +283,11 @@ def gather_along(input: Tensor, dim: int, index: Tensor) -> Tensor:
 # ---- norms ------------------------------------------------------------------------------------
 
 
+@autocast_op("vector_norm")
 def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
     """The vector ord-norm over `dim` (all elements by default): 2 (Euclidean), 1, inf, -inf,
     0 (the count of non-zeros) or any other p: sum(|x|^p)^(1/p)."""
-    if x.dtype.kind != "f":
+    if not is_floating(x.dtype):
         raise DTypeError(f"vector_norm: needs a float tensor, got {x.dtype}")
     if dtype is not None:
         x = x.to(dtype)

@@ -10,11 +10,13 @@ import math
 from ..amp_state import switch as amp
 from ..creation import tensor as make_tensor
 from ..device.transformer_fallbacks import causal_mask
+from ..dtypes import is_floating
 from ..errors import DTypeError, ShapeError
 from ..graph import mode
 from ..tensor import Tensor
 from .activation import dropout, softmax
-from .dispatch import apply, autocast_inputs, unary
+from .autocast import autocast_inputs, autocast_op
+from .dispatch import apply, unary
 from .elementwise import where
 from .gather import select_rows
 from .linalg import matmul
@@ -86,7 +88,7 @@ def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
 
 
 def _fusable(x: Tensor, shape: tuple, *affine) -> bool:
-    return x.dtype.kind == "f" and all(
+    return is_floating(x.dtype) and all(
         t is None or (isinstance(t, Tensor) and t.shape == shape and t.dtype == x.dtype
                       and t._backend is x._backend) for t in affine)
 
@@ -175,6 +177,7 @@ def _layer_norm_backward(grad, x, weight, p):
     return tuple(grads)
 
 
+@autocast_op("scaled_dot_product_attention")
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask=None,
                                  dropout_p: float = 0.0, is_causal: bool = False,
                                  scale: float | None = None, enable_gqa: bool = False):
@@ -188,7 +191,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     if is_causal:
         if attn_mask is not None:
             raise ValueError("scaled_dot_product_attention: give attn_mask or is_causal")
-        if scores.dtype.kind == "f" and scores.numel():
+        if is_floating(scores.dtype) and scores.numel():
             weights = causal_softmax(scores, scale)
         else:
             keep = causal_mask(length, source)
@@ -239,7 +242,7 @@ class CausalSoftmax(Op):
 def causal_softmax(x: Tensor, scale: float = 1.0) -> Tensor:
     """softmax(x * scale, dim=-1) of scores x (..., L, S) where query i sees keys j <= i only
     (the top-left aligned lower triangle, scaled_dot_product_attention's is_causal)."""
-    if x.ndim < 2 or x.dtype.kind != "f":
+    if x.ndim < 2 or not is_floating(x.dtype):
         raise ShapeError(f"causal_softmax: expected float scores (..., L, S), got shape "
                          f"{x.shape} ({x.dtype})")
     if x.numel() == 0:

@@ -53,7 +53,8 @@ log = _function(define(
     spec=Spec(UNARY, tol=T, domain=POSITIVE), dtype_rule="float"), "Natural logarithm.")
 sqrt = _function(define(
     "sqrt", lambda b, x: b.sqrt(x), lambda n, g: g / (n.output() * 2), save="output",
-    spec=Spec(UNARY, tol=T, domain=POSITIVE), dtype_rule="float"), "Square root.")
+    spec=Spec(UNARY, tol=T, domain=POSITIVE, half_tol=EXACT), dtype_rule="float"),
+    "Square root.")
 tanh = _function(define(
     "tanh", lambda b, x: b.tanh(x), _tanh_grad, save="output",
     spec=Spec(UNARY, tol=T, second_order=True), dtype_rule="float"), "Hyperbolic tangent.")

@@ -12,6 +12,7 @@ import numbers
 
 from .. import graph
 from ..creation import tensor
+from ..dtypes import is_floating
 from ..errors import DTypeError
 from ..tensor import Tensor
 
@@ -41,7 +42,7 @@ class Optimizer:
             if not isinstance(p, Tensor):
                 raise TypeError(f"{type(self).__name__}: can only optimize tensors, got "
                                 f"{type(p).__name__}")
-            if p.dtype.kind != "f" or not p.requires_grad:
+            if not is_floating(p.dtype) or not p.requires_grad:
                 raise DTypeError(f"{type(self).__name__}: parameters must be floating tensors "
                                  f"that require grad (got {p.dtype}, shape {p.shape})")
             if id(p) in seen:

@@ -10,6 +10,8 @@ The comparison (DESIGN.md, "Tolerance policy"):
    which may sum cotangents, are SCALED), TRANSCENDENTAL by rtol/atol (its gradients scaled
    by the magnitude VJP, so cancelling sums are not misjudged); a long sum may round once per
    term, so the allowance grows with the rounding count R of each element (roundings.py);
+   in float16/bfloat16 with the half's eps, bitwise for the ops whose `half_tol` is EXACT,
+   and with the tight check of `tight_half` on the values of ROUNDS_ONCE contractions;
 4. run the backend a second time: outputs and gradients must be bitwise identical.
 
 >>> import numpy as np
@@ -30,12 +32,13 @@ import numpy as np
 import ndlite
 
 from ..device.registry import get_backend
-from ..ops.registry import EXACT, SCALED, TRANSCENDENTAL, resolve
+from ..dtypes import HALF, is_floating
+from ..ops.registry import EXACT, ROUNDS_ONCE, SCALED, TRANSCENDENTAL, resolve
 from .catalog import get_op
 from .magnitude import magnitude_backend, recording_backend
 from .roundings import rounding_backend
 from .samplers import Case
-from .tolerance import Verdict, judge
+from .tolerance import Verdict, judge, tight_half
 
 #: the name of the backend every other one is compared with
 REFERENCE = "numpy"
@@ -129,7 +132,7 @@ def _cast_floats(arrays: list, dtype, magnitude: bool = False) -> list:
     out = []
     for a in arrays:
         a = np.asarray(a)
-        if a.dtype.kind == "f":
+        if is_floating(a.dtype):
             a = a.astype(dtype)
             if magnitude:
                 a = np.abs(a)
@@ -146,7 +149,7 @@ def _bound(spec, inputs: list, params: dict) -> np.ndarray:
 
 
 def _expected_dtype(reference: np.ndarray, dtype: np.dtype) -> np.dtype:
-    return dtype if reference.dtype.kind == "f" else reference.dtype
+    return dtype if is_floating(reference.dtype) else reference.dtype
 
 
 def _judge_one(actual, reference, tol, dtype, scale=None, roundings=None) -> Verdict:
@@ -157,6 +160,25 @@ def _judge_one(actual, reference, tol, dtype, scale=None, roundings=None) -> Ver
     if scale is not None:
         scale = np.maximum(np.nan_to_num(np.abs(scale), nan=0.0), np.abs(reference))
     return judge(actual, reference, tol, dtype, scale, roundings)
+
+
+def _judge_values(outcome, actual, reference, tols, dtype, magnitude, counts, bound) -> None:
+    """Judge every output: S from the spec's `bound` or the magnitude run, R from the
+    rounding counts; in half, the tight check of ROUNDS_ONCE ops and, for a composite
+    TRANSCENDENTAL op (R > 1), S from the magnitudes its terms had before rounding."""
+    tol, half_tol = tols
+    for k, (a, r) in enumerate(zip(actual.outputs, reference.outputs, strict=False)):
+        what = "value" if len(actual.outputs) == 1 else f"value[{k}]"
+        scale = roundings = None
+        if tol != EXACT and is_floating(r.dtype):
+            roundings = counts.outputs[k]
+            if tol == SCALED:
+                scale = bound if bound is not None else magnitude.outputs[k]
+            elif dtype in HALF:
+                scale = np.where(roundings > 1, magnitude.outputs[k], np.abs(r))
+        outcome.checks[what] = _judge_one(a, r, tol, dtype, scale, roundings)
+        if half_tol == ROUNDS_ONCE and outcome.checks[what].ok:
+            outcome.checks[f"{what} (tight half)"] = tight_half(a, r, dtype, scale, roundings)
 
 
 def _bitwise(first: Run, second: Run) -> Verdict:
@@ -202,6 +224,9 @@ def compare(op, case: Case, backend, dtype, seed: int = 0, determinism: bool = T
         case = second_order(case, dtype, seed + 1)
         tol = TRANSCENDENTAL if spec.tol == TRANSCENDENTAL else SCALED
         label = f"{op.name} (2nd order)"
+    half_tol = spec.half_tol if dtype in HALF and order == 1 else None
+    if half_tol == EXACT:  # + - * / sqrt: computed in float32 and rounded once, bitwise
+        tol = EXACT
     grad = case.differentiable() if spec.grad else []
     outcome = Outcome(label, backend.name, str(dtype))
 
@@ -222,15 +247,9 @@ def compare(op, case: Case, backend, dtype, seed: int = 0, determinism: bool = T
     if grad or tol != EXACT:
         magnitude, counts = _scale_runs(fn, case, cots, grad)
 
-    for k, (a, r) in enumerate(zip(actual.outputs, reference.outputs, strict=False)):
-        what = "value" if len(actual.outputs) == 1 else f"value[{k}]"
-        scale = roundings = None
-        if tol != EXACT and r.dtype.kind == "f":
-            roundings = counts.outputs[k]
-            if tol == SCALED:
-                own = spec.bound is not None and order == 1
-                scale = _bound(spec, case.inputs, case.params) if own else magnitude.outputs[k]
-        outcome.checks[what] = _judge_one(a, r, tol, dtype, scale, roundings)
+    own = spec.bound is not None and order == 1
+    _judge_values(outcome, actual, reference, (tol, half_tol), dtype, magnitude, counts,
+                  _bound(spec, case.inputs, case.params) if own and tol == SCALED else None)
 
     grad_tol = TRANSCENDENTAL if tol == TRANSCENDENTAL else SCALED
     for k, i in enumerate(grad):

@@ -15,6 +15,8 @@ import numpy as np
 
 import ndlite
 
+from ..dtypes import is_floating
+
 EPS, ATOL, RTOL = 1e-6, 1e-5, 1e-3
 
 
@@ -24,7 +26,7 @@ class GradcheckError(AssertionError):
 
 def _outputs(out) -> list:
     outs = list(out) if isinstance(out, (tuple, list)) else [out]
-    return [o for o in outs if isinstance(o, ndlite.Tensor) and o.dtype.kind == "f"]
+    return [o for o in outs if isinstance(o, ndlite.Tensor) and is_floating(o.dtype)]
 
 
 def _loss(fn, tensors, cotangents):

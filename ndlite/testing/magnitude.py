@@ -38,6 +38,7 @@ import numpy as np
 
 from ..device.protocol import Backend
 from ..device.registry import get_backend
+from ..dtypes import is_floating
 from .roundings import _fast_paths
 
 #: primitives whose results are decisions, replayed from the reference's tape
@@ -55,7 +56,7 @@ def _mag(x):
         return x
     if isinstance(x, (int, float, np.number)):
         return abs(x)
-    return np.abs(x) if x.dtype.kind == "f" else x
+    return np.abs(x) if is_floating(x.dtype) else x
 
 
 def _use_fallbacks(backend) -> None:
@@ -211,7 +212,7 @@ class _Magnitudes:
 
     def from_numpy(self, array):
         # inputs and constants enter as magnitudes (sentinels such as -inf stay)
-        if array.dtype.kind == "f":
+        if is_floating(array.dtype):
             array = np.where(np.isfinite(array), np.abs(array), array)
         return super().from_numpy(array)
 

@@ -29,6 +29,7 @@ import numpy as np
 
 from ..device.protocol import FAST_PATHS, Backend
 from ..device.registry import get_backend
+from ..dtypes import is_floating
 
 
 def _is_float(x) -> bool:
@@ -86,12 +87,12 @@ class _Roundings:
 
     def from_numpy(self, array):
         # inputs and the constants ops make (divisors, eps) are exact: count 0
-        if array.dtype.kind == "f":
+        if is_floating(array.dtype):
             return np.zeros(array.shape, array.dtype)
         return super().from_numpy(array)
 
     def full(self, shape, value, dtype):
-        exact = np.dtype(dtype).kind == "f" and np.isfinite(value)
+        exact = is_floating(np.dtype(dtype)) and np.isfinite(value)
         return super().full(shape, 0 if exact else value, dtype)
 
     def pad(self, x, widths, value):

@@ -76,7 +76,7 @@ def run(op: str, backend, dtype: str, settings: Settings | None = None,
     """
     backend = get_backend(backend)
     result = Result(op if order == 1 else f"{op} (2nd order)", backend.name,
-                    str(np.dtype(dtype)))
+                    dtype if isinstance(dtype, str) else str(np.dtype(dtype)))
     why = _skip_reason(op, backend, result.dtype, order)
     if why:
         result.status, result.reason = SKIP, why

@@ -13,6 +13,7 @@ with `@sampler(their_kind)`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -20,6 +21,7 @@ import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from ..dtypes import HALF, as_dtype, finfo, float32, is_floating
 from ..ops import samples
 
 SAMPLERS: dict = {}  # ndlite.ops.samples.Sampler -> strategy factory
@@ -38,7 +40,7 @@ class Case:
     def differentiable(self) -> list[int]:
         if self.grad is not None:
             return self.grad
-        return [i for i, a in enumerate(self.inputs) if a.dtype.kind == "f"]
+        return [i for i, a in enumerate(self.inputs) if is_floating(a.dtype)]
 
     def call(self, fn, tensors):
         if self.invoke is not None:
@@ -58,13 +60,14 @@ def sampler(kind: samples.Sampler):
 
 
 def strategy(spec, dtype) -> st.SearchStrategy:
-    """The strategy of Cases for an op's spec in `dtype` ("float32" or "float64")."""
+    """The strategy of Cases for an op's spec in `dtype` ("float32", "float64", "float16",
+    "bfloat16")."""
     try:
         factory = SAMPLERS[spec.sample]
     except KeyError:
         raise KeyError(f"no strategy for {spec.sample!r}: register one with "
                        f"@sampler({spec.sample!r}); known: {list(SAMPLERS)}") from None
-    return factory(spec, np.dtype(dtype))
+    return factory(spec, as_dtype(dtype))
 
 
 # ---- building blocks --------------------------------------------------------------------------
@@ -80,6 +83,9 @@ def _inside(bound: float, dtype: np.dtype, up: bool) -> float:
 
 def floats(dtype: np.dtype, lo: float, hi: float) -> st.SearchStrategy:
     dtype = np.dtype(dtype)
+    if dtype in HALF:  # values of the half inside [lo, hi], drawn as float32 and rounded
+        lo, hi = _inside(lo, dtype, up=True), _inside(hi, dtype, up=False)
+        return floats(float32, lo, hi).map(lambda v: _half_value(v, dtype))
     width = 32 if dtype == np.float32 else 64
     if width == 32:
         lo, hi = _inside(lo, dtype, up=True), _inside(hi, dtype, up=False)
@@ -87,8 +93,21 @@ def floats(dtype: np.dtype, lo: float, hi: float) -> st.SearchStrategy:
                      width=width)
 
 
+def _half_value(value: float, dtype: np.dtype) -> float:
+    """`value` rounded to the half `dtype` (monotone, so it stays inside bounds that the half
+    holds), with a result below the half's smallest normal flushed to a signed zero: the
+    kit draws no subnormals."""
+    rounded = float(np.asarray(value, np.float32).astype(dtype))
+    return rounded if abs(rounded) >= float(finfo(dtype).tiny) else math.copysign(0.0, value)
+
+
 def arrays(dtype, shape, lo=-2.0, hi=2.0) -> st.SearchStrategy:
+    """Arrays of `dtype` in [lo, hi]; a half (which hypothesis cannot build) is drawn as
+    float32 values that the half holds exactly, then cast: the cast changes no value."""
     dtype = np.dtype(dtype)
+    if dtype in HALF:
+        drawn = hnp.arrays(float32, shape, elements=floats(dtype, lo, hi))
+        return drawn.map(lambda a: a.astype(dtype))
     return hnp.arrays(dtype, shape, elements=floats(dtype, lo, hi))
 
 

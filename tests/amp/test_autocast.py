@@ -32,7 +32,12 @@ def test_low_ops_run_in_the_region_dtype():
         outs = {"linear": F.linear(x, w, b), "matmul": x @ w.T, "mm": ndlite.mm(x, w.T),
                 "bmm": ndlite.bmm(_t((2, 4, 3)), _t((2, 3, 2), 5)),
                 "conv2d": F.conv2d(img, k, padding=1),
-                "conv1d": F.conv1d(_t((2, 3, 8)), _t((4, 3, 3), 6, True))}
+                "conv1d": F.conv1d(_t((2, 3, 8)).half(), _t((4, 3, 3), 6, True)),
+                "conv_transpose2d": F.conv_transpose2d(img.half(), _t((3, 2, 3, 3), 7, True)),
+                "lstm_cell": ndlite.lstm_cell(_t((2, 3)).half(), (_t((2, 4)), _t((2, 4))),
+                                              _t((16, 3), 8), _t((16, 4), 9))[0],
+                "gru_cell": ndlite.gru_cell(_t((2, 3)), _t((2, 4)).half(), _t((12, 3), 8),
+                                            _t((12, 4), 9))}
     for name, y in outs.items():
         assert y.dtype == f16, name
         assert POLICY[name] == LOW
@@ -45,7 +50,9 @@ def test_fp32_ops_run_in_float32():
         outs = {"exp": h.exp(), "log": h.abs().log(), "pow": h ** 2, "sum": h.sum(),
                 "softmax": F.softmax(h, dim=1), "log_softmax": F.log_softmax(h, dim=1),
                 "layer_norm": F.layer_norm(h, (5,)), "cross_entropy": F.cross_entropy(h, target),
-                "mse_loss": F.mse_loss(h, h * 0.5), "cumsum": h.cumsum(dim=1)}
+                "mse_loss": F.mse_loss(h, h * 0.5), "cumsum": h.cumsum(dim=1),
+                "l1_loss": F.l1_loss(h, h * 0.5), "group_norm": F.group_norm(h, 1),
+                "nll_loss": F.nll_loss(h, target), "logsumexp": h.logsumexp(dim=1)}
     for name, y in outs.items():
         assert y.dtype == ndlite.float32, name
         assert POLICY[name] == FP32

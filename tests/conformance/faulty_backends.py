@@ -16,6 +16,7 @@ import numpy as np
 from ndlite_numpy import NumpyBackend
 
 from ndlite.device import fallbacks
+from ndlite.dtypes import HALF
 
 
 class Faithful(NumpyBackend):
@@ -236,12 +237,91 @@ class MaxPoolTieToLast(Faithful):
         return values, indices
 
 
+# ---- half precision ----------------------------------------------------------------------------
+
+_HALF = {np.dtype(np.float16)} | ({np.dtype(HALF[1])} if len(HALF) > 1 else set())
+
+
+def _sequential_in(dtype, terms):
+    """The terms summed one by one in `dtype`: every partial sum rounded to it."""
+    acc = np.zeros_like(terms[0], dtype=dtype)
+    for term in terms:
+        acc = (acc + term.astype(dtype)).astype(dtype)
+    return acc
+
+
+class HalfAccumulation(Faithful):
+    """Half-precision matmul and sum kernels whose accumulator is a half (the "fast" choice of
+    a kernel writer with a half type at hand): each product and each partial sum is rounded
+    to float16/bfloat16. Within the scaled rule (R eps S grows with the sum), so only the
+    tight half check flags it."""
+
+    def __init__(self, device=None):
+        super().__init__(device)
+        wide_matmul, wide_sum = self.matmul, self.sum
+        self.matmul = lambda a, b: (self._half_matmul(a, b) if a.dtype in _HALF and
+                                    a.ndim >= 2 and b.ndim >= 2 else wide_matmul(a, b))
+        self.sum = lambda x, axes, keepdims: (self._half_sum(x, axes, keepdims)
+                                              if x.dtype in _HALF and axes else
+                                              wide_sum(x, axes, keepdims))
+
+    @staticmethod
+    def _half_matmul(a, b):
+        terms = [(a[..., :, k:k + 1] * b[..., k:k + 1, :]).astype(a.dtype)
+                 for k in range(a.shape[-1])]
+        return _sequential_in(a.dtype, terms)
+
+    @staticmethod
+    def _half_sum(x, axes, keepdims):
+        moved = np.moveaxis(x, axes, tuple(range(-len(axes), 0)))
+        flat = moved.reshape(moved.shape[:moved.ndim - len(axes)] + (-1,))
+        out = _sequential_in(x.dtype, [flat[..., k] for k in range(flat.shape[-1])])
+        if keepdims:
+            out = out.reshape([1 if d in axes else n for d, n in enumerate(x.shape)])
+        return np.asarray(out)
+
+
+class HalfDivisionRoundsTwice(Faithful):
+    """A half division computed as a * (1 / b) with the reciprocal stored in the half: two
+    roundings, each right alone, and the quotient is no longer correctly rounded (which
+    computing in float32 and rounding once gives, so the kit asks for it bitwise)."""
+
+    def __init__(self, device=None):
+        super().__init__(device)
+        divide = self.div
+        self.div = lambda a, b: (self._div(a, b) if getattr(a, "dtype", None) in _HALF
+                                 else divide(a, b))
+
+    @staticmethod
+    def _div(a, b):
+        reciprocal = (1 / np.asarray(b, np.float32)).astype(a.dtype)  # the first rounding
+        return np.asarray(a.astype(np.float32) * reciprocal.astype(np.float32)).astype(a.dtype)
+
+
+class HalfProductsRoundedTwice(Faithful):
+    """A half matmul that rounds each product to the half before its float32 sum, then
+    rounds the sum: a half ulp of error per product, which the tight half check flags."""
+
+    def __init__(self, device=None):
+        super().__init__(device)
+        wide_matmul = self.matmul
+        self.matmul = lambda a, b: (self._matmul(a, b) if a.dtype in _HALF and a.ndim >= 2
+                                    and b.ndim >= 2 else wide_matmul(a, b))
+
+    @staticmethod
+    def _matmul(a, b):
+        products = a[..., :, :, None].astype(np.float32) * b[..., None, :, :].astype(np.float32)
+        rounded = products.astype(a.dtype).astype(np.float32)  # each product rounded first
+        return np.asarray(rounded.sum(axis=-2)).astype(a.dtype)
+
+
 @dataclass(frozen=True)
 class Fault:
     backend: type
     ops: tuple  # ops whose conformance test must flag it
     what: str = ""
     check: str = ""  # a word the failure report must hold ("determinism": the check that fails)
+    dtypes: tuple = ("float32",)  # the dtypes the bug shows in
 
     @property
     def name(self) -> str:
@@ -260,4 +340,10 @@ FAULTS = {f.name: f for f in [
     Fault(NondeterministicSum, ("sum",), "non-deterministic reduction order", "determinism"),
     Fault(ExpSlightlyOff, ("exp", "softmax"), "exp slightly off"),
     Fault(ScatterIgnoresIndexBroadcast, ("scatter_add",), "scatter ignores index broadcasting"),
+    Fault(HalfAccumulation, ("matmul", "mm", "sum"), "accumulates in half", "tight half",
+          ("float16", "bfloat16")),
+    Fault(HalfDivisionRoundsTwice, ("div",), "rounds the reciprocal to half", "bitwise",
+          ("float16", "bfloat16")),
+    Fault(HalfProductsRoundedTwice, ("matmul", "mm"), "rounds each product to half",
+          "tight half", ("float16", "bfloat16")),
 ]}

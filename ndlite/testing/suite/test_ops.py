@@ -6,15 +6,16 @@ Cases come from each op's spec (`ndlite.testing.samplers`); a dtype the backend 
 report is skipped with the reason, and a dtype the spec does not list is not generated.
 """
 
-import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ndlite.dtypes import as_dtype
+from ndlite.ops.registry import FLOATS
 from ndlite.testing.catalog import dtype_skip_reason, get_op, op_names
 from ndlite.testing.compare import cases, check
 
-DTYPES = ("float32", "float64")
+DTYPES = FLOATS  # float16 and bfloat16 too: skipped where the backend lacks them
 
 
 def _params(second_order=False):
@@ -35,7 +36,7 @@ def test_op(ndlite_backend, name, dtype, data):
         pytest.skip(why)
     case = data.draw(cases(name, dtype), label="case")
     seed = data.draw(st.integers(0, 2**16 - 1), label="cotangent seed")
-    check(name, case, ndlite_backend, np.dtype(dtype), seed)
+    check(name, case, ndlite_backend, as_dtype(dtype), seed)
 
 
 @pytest.mark.parametrize(("name", "dtype"), list(_params(second_order=True)))
@@ -46,4 +47,4 @@ def test_second_order(ndlite_backend, name, dtype, data):
         pytest.skip(why)
     case = data.draw(cases(name, dtype), label="case")
     seed = data.draw(st.integers(0, 2**16 - 1), label="cotangent seed")
-    check(name, case, ndlite_backend, np.dtype(dtype), seed, order=2)
+    check(name, case, ndlite_backend, as_dtype(dtype), seed, order=2)

@@ -1,0 +1,98 @@
+"""Half precision on a backend whose array module stores float16/bfloat16 but has no fast or
+accurate half arithmetic for contractions (NumPy: a float16 matmul has no BLAS path and is
+~300x slower than float32; an ml_dtypes bfloat16 sum rounds after every addition).
+
+`compute_in_float32(backend)` wraps the backend's contractions and fused paths once: a call
+whose buffers are half is run on float32 copies and its floating results are rounded to the
+half dtype once, which is PyTorch's rule (accumulate in float32, store rounded). Calls in
+float32/float64 go straight through, one dtype test later. Elementwise ufuncs are left alone:
+NumPy's float16 loops and ml_dtypes' bfloat16 loops already compute in float32 and round once,
+which for + - * / sqrt is the correctly rounded half result.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..dtypes import HALF, float32
+
+#: primitives and fast paths that sum (or otherwise combine many elements) and so must not
+#: accumulate in half; every one returns new buffers
+CONTRACTIONS = (
+    "sum", "matmul", "scatter_add", "erf", "math", "math2", "cumulative",
+    "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "max_pool2d_grad",
+    "avg_pool2d", "avg_pool2d_grad", "log_softmax", "nll_loss", "nll_loss_grad",
+    "embedding_grad", "layer_norm", "layer_norm_grad", "causal_softmax", "causal_softmax_grad",
+    "dropout_mask",
+)
+#: fused optimizer steps: they update their buffers in place, so the float32 results are
+#: written back, rounded once, into the half buffers
+IN_PLACE = ("sgd_step", "rmsprop_step", "adam_step")
+#: results that stay float32, as PyTorch keeps them: layer norm's mean and rstd
+KEEP_FLOAT32 = {"layer_norm": (1, 2)}
+
+_HALF = frozenset(HALF)
+
+
+def _half_dtype(values) -> np.dtype | None:
+    for v in values:
+        dtype = v if isinstance(v, np.dtype) else getattr(v, "dtype", None)
+        if dtype in _HALF:
+            return dtype
+    return None
+
+
+def _up(v):
+    if isinstance(v, np.dtype):
+        return float32 if v in _HALF else v
+    if getattr(v, "dtype", None) in _HALF:
+        return v.astype(float32)
+    return v
+
+
+def _down(out, half: np.dtype, keep=()):
+    if isinstance(out, tuple):
+        return tuple(o if i in keep else _down(o, half) for i, o in enumerate(out))
+    if getattr(out, "dtype", None) == float32:
+        return out.astype(half)
+    return out
+
+
+def in_float32(fn, name: str):
+    """`fn` run on float32 copies of its half buffers, its float results rounded once."""
+    keep = KEEP_FLOAT32.get(name, ())
+    in_place = name in IN_PLACE
+
+    def call(*args, **kwargs):
+        half = _half_dtype(args) or _half_dtype(kwargs.values())
+        if half is None:
+            return fn(*args, **kwargs)
+        up_args = [_up(a) for a in args]
+        up_kwargs = {k: _up(v) for k, v in kwargs.items()}
+        out = fn(*up_args, **up_kwargs)
+        if in_place:
+            pairs = [*zip(args, up_args), *((kwargs[k], up_kwargs[k]) for k in kwargs)]
+            for original, wide in pairs:
+                if wide is not original and hasattr(original, "shape"):
+                    original[...] = wide.astype(original.dtype)
+        return _down(out, half, keep)
+
+    call.__name__ = call.__qualname__ = name
+    call.__wrapped__ = fn
+    return call
+
+
+def scalar_in_float32(ufunc, a, b):
+    """`ufunc(a, b)` for a half array and a Python number, as PyTorch computes it: the
+    number in float32 (not rounded to the half first, as NumPy's float16 does; ml_dtypes'
+    bfloat16 would even return float32), the result rounded once to the half. Also any
+    binary ufunc on halves that must go by float32 (NumPy's float16 maximum on signed zeros)."""
+    half = _half_dtype((a, b))
+    r = ufunc(_up(a), _up(b))
+    return r.astype(half) if r.dtype.kind == "f" else r  # a float64 NumPy scalar widens
+
+
+def compute_in_float32(backend, names=CONTRACTIONS + IN_PLACE) -> None:
+    """Wrap `backend`'s methods `names` with `in_float32`, as instance attributes."""
+    for name in names:
+        setattr(backend, name, in_float32(getattr(backend, name), name))
