@@ -11,9 +11,10 @@ the CUDA lists, for every device):
 Ops not listed run in the dtype of their inputs (binary ops promote as always). Only float16,
 bfloat16 and float32 inputs are cast; float64 and integer inputs never are.
 
-Ops whose own apply path is hooked obey directly; a composite op listed here (cross_entropy,
-mse_loss, bmm, conv1d, ...) obeys through the ops it is made of (bmm through matmul, the
-losses through log_softmax/pow and sum), which the table lists for the reader and the tests.
+The casts are made in ndlite/ops/autocast.py: by the apply path (dispatch.py) for every op,
+by the primitives that check dtypes or record before it, and by `@autocast_op(name)` on the
+entry of the composite ops listed here (cross_entropy, mse_loss, conv1d, the RNN cells, ...);
+mm, bmm, stack and multi_head_attention_forward obey through matmul, linear and cat.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ _FP32 = ("exp", "expm1", "log", "log10", "log2", "log1p", "acos", "asin", "cosh"
          "vector_norm", "normalize", "cosine_similarity", "nll_loss", "cross_entropy",
          "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
          "binary_cross_entropy_with_logits")
-_PROMOTE = ("atan2", "cat", "stack", "scatter_add", "index_put")
+_PROMOTE = ("atan2", "cat", "stack", "scatter_add")
 
 #: op name -> LOW, FP32 or PROMOTE: the one table autocast follows
 POLICY: dict[str, str] = {**dict.fromkeys(_LOW, LOW), **dict.fromkeys(_FP32, FP32),

@@ -246,6 +246,7 @@ def _scatter_adjoint(index, values, axis, size):
     return _scatter_add_adjoint(index, values, axis, size)
 
 
+@autocast_op("scatter_add")
 def scatter_add(input: Tensor, dim: int, index: Tensor, src) -> Tensor:
     """input plus src summed in at `index` along `dim` (Tensor.scatter_add): out[..., index[
     i, j], ...] += src[i, j]; deterministic, differentiable in input and src."""

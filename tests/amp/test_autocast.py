@@ -171,3 +171,79 @@ def test_every_backend_with_float16(backend):
     assert y.dtype == f16 and loss.dtype == ndlite.float32
     loss.backward()
     assert w.grad.dtype == ndlite.float32
+
+
+def _policy_cases():
+    """One call per op name of the policy, on a float16 `h` and float32 `f` (4, 6)."""
+    from ndlite.nn.attention import multi_head_attention_forward
+    from ndlite.ops import selection
+    from ndlite.ops.transformer import causal_softmax
+
+    def mha(h, f):
+        e = 6
+        w, b = _t((3 * e, e), 3), _t((3 * e,), 4)
+        q = h.reshape(4, 1, e)
+        return multi_head_attention_forward(q, q, q, e, 2, w, b, None, None, False, 0.0,
+                                            _t((e, e), 5), _t((e,), 6), need_weights=False)[0]
+
+    labels = ndlite.tensor([0, 1, 2, 3])
+    index = ndlite.tensor(np.arange(24).reshape(4, 6) % 4)
+    return {
+        "matmul": lambda h, f: f @ f.T, "mm": lambda h, f: ndlite.mm(h, f.T),
+        "bmm": lambda h, f: ndlite.bmm(h[None], f.T[None]),
+        "linear": lambda h, f: F.linear(h, f), "conv2d": lambda h, f: F.conv2d(
+            h.reshape(1, 1, 4, 6), f[:2, :4].reshape(2, 1, 2, 2)),
+        "conv1d": lambda h, f: F.conv1d(h[None], f[:, :3].reshape(1, 4, 3)),
+        "conv_transpose1d": lambda h, f: F.conv_transpose1d(h[None], f[:, :2].reshape(4, 1, 2)),
+        "conv_transpose2d": lambda h, f: F.conv_transpose2d(
+            h.reshape(1, 4, 2, 3), f.reshape(4, 1, 2, 3)),
+        "lstm_cell": lambda h, f: ndlite.lstm_cell(h, (f[:, :2], f[:, :2]), _t((8, 6)),
+                                                   _t((8, 2), 1))[0],
+        "gru_cell": lambda h, f: ndlite.gru_cell(h, f[:, :2], _t((6, 6)), _t((6, 2), 1)),
+        "rnn_tanh_cell": lambda h, f: ndlite.rnn_tanh_cell(h, f[:, :2], _t((2, 6)),
+                                                           _t((2, 2), 1)),
+        "rnn_relu_cell": lambda h, f: ndlite.rnn_relu_cell(h, f[:, :2], _t((2, 6)),
+                                                           _t((2, 2), 1)),
+        "scaled_dot_product_attention": lambda h, f: F.scaled_dot_product_attention(h, f, f),
+        "multi_head_attention_forward": mha,
+        "exp": lambda h, f: h.exp(), "expm1": lambda h, f: h.expm1(),
+        "log": lambda h, f: h.abs().log(), "log10": lambda h, f: h.abs().log10(),
+        "log2": lambda h, f: h.abs().log2(), "log1p": lambda h, f: h.abs().log1p(),
+        "acos": lambda h, f: (h * 0.1).acos(), "asin": lambda h, f: (h * 0.1).asin(),
+        "cosh": lambda h, f: h.cosh(), "sinh": lambda h, f: h.sinh(), "tan": lambda h, f: h.tan(),
+        "pow": lambda h, f: h ** 2, "reciprocal": lambda h, f: h.reciprocal(),
+        "rsqrt": lambda h, f: h.abs().rsqrt(), "softplus": lambda h, f: F.softplus(h),
+        "softmax": lambda h, f: F.softmax(h, dim=1),
+        "log_softmax": lambda h, f: F.log_softmax(h, dim=1),
+        "causal_softmax": lambda h, f: causal_softmax(h),
+        "logsumexp": lambda h, f: h.logsumexp(dim=1), "sum": lambda h, f: h.sum(),
+        "prod": lambda h, f: h.prod(), "cumsum": lambda h, f: h.cumsum(dim=1),
+        "cumprod": lambda h, f: h.cumprod(dim=1),
+        "layer_norm": lambda h, f: F.layer_norm(h, (6,), f[0], f[1]),
+        "group_norm": lambda h, f: F.group_norm(h, 2), "rms_norm": lambda h, f: F.rms_norm(h, (6,)),
+        "vector_norm": lambda h, f: selection.vector_norm(h),
+        "normalize": lambda h, f: F.normalize(h), "cosine_similarity": lambda h, f:
+            F.cosine_similarity(h, h),
+        "nll_loss": lambda h, f: F.nll_loss(h, labels),
+        "cross_entropy": lambda h, f: F.cross_entropy(h, labels),
+        "mse_loss": lambda h, f: F.mse_loss(h, h), "l1_loss": lambda h, f: F.l1_loss(h, h),
+        "smooth_l1_loss": lambda h, f: F.smooth_l1_loss(h, h),
+        "huber_loss": lambda h, f: F.huber_loss(h, h),
+        "binary_cross_entropy": lambda h, f: F.binary_cross_entropy(h.sigmoid(), h.sigmoid()),
+        "binary_cross_entropy_with_logits": lambda h, f: F.binary_cross_entropy_with_logits(
+            h, h.sigmoid()),
+        "atan2": lambda h, f: ndlite.atan2(h, f), "cat": lambda h, f: ndlite.cat([h, f]),
+        "stack": lambda h, f: ndlite.stack([h, f]),
+        "scatter_add": lambda h, f: selection.scatter_add(h, 0, index, f),
+    }
+
+
+def test_every_op_of_the_policy_obeys_it():
+    cases = _policy_cases()
+    assert set(cases) == set(POLICY)  # a new entry of the table needs a case here
+    h, f = _t((4, 6)).half(), _t((4, 6), 1)
+    want = {LOW: f16, FP32: ndlite.float32, "promote": ndlite.float32}
+    for name, call in cases.items():
+        with ndlite.autocast(dtype=f16):
+            out = call(h, f)
+        assert out.dtype == want[POLICY[name]], name
