@@ -10,6 +10,7 @@ import pytest
 
 import ndlite
 from ndlite.amp_state import FP32, LOW, POLICY, state, switch
+from ndlite.dtypes import HALF
 from ndlite.nn import functional as F
 from ndlite.ops.registry import OPS
 
@@ -238,12 +239,25 @@ def _policy_cases():
     }
 
 
-def test_every_op_of_the_policy_obeys_it():
+@pytest.mark.parametrize("low", ["float16", "bfloat16"])
+def test_every_op_of_the_policy_obeys_it(low):
+    if low not in [str(d) for d in HALF]:
+        pytest.skip("bfloat16 needs ml_dtypes")
+    low = ndlite.dtypes.as_dtype(low)
     cases = _policy_cases()
     assert set(cases) == set(POLICY)  # a new entry of the table needs a case here
-    h, f = _t((4, 6)).half(), _t((4, 6), 1)
-    want = {LOW: f16, FP32: ndlite.float32, "promote": ndlite.float32}
+    h, f = _t((4, 6)).to(low), _t((4, 6), 1)
+    want = {LOW: low, FP32: ndlite.float32, "promote": ndlite.float32}
     for name, call in cases.items():
-        with ndlite.autocast(dtype=f16):
+        with ndlite.autocast(dtype=low):
             out = call(h, f)
         assert out.dtype == want[POLICY[name]], name
+
+
+@pytest.mark.parametrize("name", ["ndlite.amp", "ndlite.amp.autocast_mode"])
+def test_docstring_examples_run(name):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(name))
+    assert result.attempted and result.failed == 0
