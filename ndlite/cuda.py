@@ -36,6 +36,7 @@ import numpy as np
 from .amp import cuda as amp  # noqa: F401 - torch.cuda.amp: autocast, GradScaler
 from .creation import tensor
 from .device.registry import current_backend, get_backend
+from .dtypes import bfloat16
 from .errors import BackendUnavailableError
 from .tensor import Tensor
 
@@ -231,8 +232,13 @@ def current_device() -> int:
 
 
 def is_bf16_supported(including_emulation: bool = True) -> bool:
-    """False: ndlite has no bfloat16 dtype (float32 and float64 are its floats)."""
-    return False
+    """Whether the CuPy backend takes bfloat16 (ml_dtypes installed, CuPy >= 14, a device)."""
+    if not isinstance(bfloat16, np.dtype):
+        return False
+    try:
+        return bfloat16 in get_backend("cupy").dtypes
+    except BackendUnavailableError:
+        return False
 
 
 def get_device_name(device=None) -> str:

@@ -33,8 +33,9 @@ import os
 import numpy as np
 
 from ndlite.device import Backend, BackendUnavailableError, XpBackend, flags
+from ndlite.dtypes import HALF
 
-from . import graph  # imports no CuPy
+from . import graph, half  # import no CuPy
 
 INSTALL = "pip install 'ndlite[cuda12]' or 'ndlite[cuda13]' (the one matching your CUDA driver)"
 
@@ -172,6 +173,7 @@ class CupyBackend(XpBackend):
 
         self._indexing, self._blas, self._nn, self._optim = indexing, blas, nn, optim
         self._transformer = transformer
+        half.install(self, cupy, _KERNEL_PRIMITIVES)  # float16/bfloat16 through float32
         if switch_device is None:
             switch_device = index != cupy.cuda.runtime.getDevice()
         self.switch_device = switch_device
@@ -260,6 +262,8 @@ class CupyBackend(XpBackend):
         return super().math(name, x)
 
     def matmul(self, a, b):
+        if a.dtype in HALF and (a.ndim < 2 or b.ndim < 2):
+            return half.vector_matmul(self, a, b)
         if self._recording is not None:  # CuPy refuses its own cuBLAS calls in a capture
             return self._blas.capturable_matmul(a, b)
         return self.xp.matmul(a, b)

@@ -4,9 +4,10 @@ cuBLAS supports stream capture, but CuPy refuses any cuBLAS call while a stream 
 (its wrappers raise NotImplementedError before reaching cuBLAS). `matmul` here calls
 cublasGemmEx through ctypes, on CuPy's own handle and current stream, with exactly the
 arguments cupy.matmul passes for a 2-D product: transposed operands by flag (a transposed
-view is never copied), float32 in CUBLAS_COMPUTE_32F (no TF32), float64 in
-CUBLAS_COMPUTE_64F, the default algorithm with tensor ops allowed as CuPy asks from compute
-capability 8.0. So a product recorded in a graph equals the eager one bit for bit.
+view is never copied), float32 in CUBLAS_COMPUTE_32F (no TF32), float16/bfloat16 in
+CUBLAS_COMPUTE_32F too (float32 accumulation), float64 in CUBLAS_COMPUTE_64F, the default
+algorithm with tensor ops allowed as CuPy asks from compute capability 8.0. So a product
+recorded in a graph equals the eager one bit for bit.
 """
 
 from __future__ import annotations
@@ -18,14 +19,20 @@ from functools import cache
 import cupy
 import numpy as np
 
+from ndlite.dtypes import HALF
+
 # cuBLAS / CUDA enum values (library ABI, stable across CUDA 11-13)
-CUDA_R_32F, CUDA_R_64F = 0, 1
+CUDA_R_32F, CUDA_R_64F, CUDA_R_16F, CUDA_R_16BF = 0, 1, 2, 14
 CUBLAS_COMPUTE_32F, CUBLAS_COMPUTE_64F = 68, 70
 CUBLAS_GEMM_DEFAULT, CUBLAS_GEMM_DEFAULT_TENSOR_OP = -1, 99
 
 #: dtype -> (cudaDataType, compute type, ctypes scalar of alpha/beta)
 TYPES = {np.dtype(np.float32): (CUDA_R_32F, CUBLAS_COMPUTE_32F, ctypes.c_float),
-         np.dtype(np.float64): (CUDA_R_64F, CUBLAS_COMPUTE_64F, ctypes.c_double)}
+         np.dtype(np.float64): (CUDA_R_64F, CUBLAS_COMPUTE_64F, ctypes.c_double),
+         # halves accumulate in float32 (float alpha/beta), as cupy.matmul asks for them
+         np.dtype(np.float16): (CUDA_R_16F, CUBLAS_COMPUTE_32F, ctypes.c_float)}
+if len(HALF) > 1:
+    TYPES[HALF[1]] = (CUDA_R_16BF, CUBLAS_COMPUTE_32F, ctypes.c_float)
 
 
 @cache

@@ -25,6 +25,9 @@ CONTRACTIONS = (
     "embedding_grad", "layer_norm", "layer_norm_grad", "causal_softmax", "causal_softmax_grad",
     "dropout_mask",
 )
+#: reductions that select: NumPy's float16 max/min loops keep the other one of a tie of
+#: -0.0 and 0.0 than its float32/float64 loops (the contract's bits)
+SELECTIONS = ("max", "min")
 #: fused optimizer steps: they update their buffers in place, so the float32 results are
 #: written back, rounded once, into the half buffers
 IN_PLACE = ("sgd_step", "rmsprop_step", "adam_step")
@@ -92,7 +95,7 @@ def scalar_in_float32(ufunc, a, b):
     return r.astype(half) if r.dtype.kind == "f" else r  # a float64 NumPy scalar widens
 
 
-def compute_in_float32(backend, names=CONTRACTIONS + IN_PLACE) -> None:
+def compute_in_float32(backend, names=CONTRACTIONS + SELECTIONS + IN_PLACE) -> None:
     """Wrap `backend`'s methods `names` with `in_float32`, as instance attributes."""
     for name in names:
         setattr(backend, name, in_float32(getattr(backend, name), name))

@@ -1,0 +1,41 @@
+"""float16 and bfloat16 on the CuPy backend: stored in half, computed in float32.
+
+The raw kernels (kernels/*.cu) are written for float and double, so every kernel primitive,
+reduction and fast path is wrapped once by ndlite.device.halfmath: a half call runs on float32
+copies and its result is rounded once (PyTorch's rule). Matrix products are the exception:
+cupy.matmul of 2-D halves calls cublasGemmEx with CUBLAS_COMPUTE_32F (float32 accumulation,
+tensor cores), which is what is wanted; a vector product, which CuPy sums in a half reduction
+kernel, goes through float32. Imports no CuPy (the backend passes its module in).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from ndlite.device import Backend
+from ndlite.device.halfmath import CONTRACTIONS, IN_PLACE, SELECTIONS, compute_in_float32
+from ndlite.dtypes import HALF
+
+#: CuPy's own ufuncs and reductions that run on float32 copies of halves as well: its bfloat16
+#: support is new (CuPy 14), and the signed zeros of max/min must stay the contract's
+BY_FLOAT32 = ("exp", "log", "sqrt", "tanh", "neg", "abs", "sign") + SELECTIONS
+
+
+def halves(cupy) -> tuple:
+    """float16; bfloat16 too from CuPy 14 (the first to take ml_dtypes' bfloat16 arrays)."""
+    major = int(re.match(r"\d+", cupy.__version__).group())
+    return tuple(d for d in HALF if d == np.float16 or major >= 14)
+
+
+def install(backend, cupy, kernel_primitives: tuple) -> None:
+    """Wrap the backend's half paths and list the halves in its dtypes."""
+    names = tuple(n for n in CONTRACTIONS if n != "matmul") + IN_PLACE + kernel_primitives
+    compute_in_float32(backend, names + BY_FLOAT32)
+    backend.dtypes = Backend.dtypes | frozenset(halves(cupy))
+
+
+def vector_matmul(backend, a, b):
+    """A product with a 1-D operand in float32, rounded once."""
+    return backend.matmul(a.astype(np.float32), b.astype(np.float32)).astype(a.dtype)
