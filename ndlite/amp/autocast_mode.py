@@ -14,6 +14,7 @@ enabled=True, cache_enabled=None)`.
 
 from __future__ import annotations
 
+import copy
 import functools
 import warnings
 from collections.abc import Callable
@@ -88,7 +89,9 @@ class autocast:
     def __call__(self, fn: Callable) -> Callable:
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
-            with self:
+            region = copy.copy(self)  # its own saved state: calls may overlap in threads
+            region._saved = []
+            with region:
                 return fn(*args, **kwargs)
 
         return wrapper

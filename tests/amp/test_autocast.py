@@ -140,6 +140,29 @@ def test_nesting_disabling_and_decorator():
     assert state.nesting == 0 and switch.on == 0
 
 
+def test_an_exception_leaves_the_region():
+    with pytest.raises(ValueError), ndlite.autocast(dtype=f16):
+        raise ValueError("inside")
+    assert not ndlite.is_autocast_enabled() and switch.on == 0 and not state.cache
+
+
+def test_a_decorated_function_in_two_threads():
+    x, barrier, seen = _t((2, 2)), threading.Barrier(2), []
+
+    @ndlite.autocast(dtype=f16)
+    def f():
+        barrier.wait()  # both threads inside the same decorator at once
+        seen.append((x @ x).dtype)
+        barrier.wait()
+
+    workers = [threading.Thread(target=f) for _ in range(2)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert seen == [f16, f16] and switch.on == 0
+
+
 def test_autocast_is_per_thread():
     x, seen = _t((2, 2)), []
     with ndlite.autocast(dtype=f16):
