@@ -8,9 +8,12 @@ import numpy as np
 import pytest
 
 import ndlite
-from ndlite.cli import main, train
-from ndlite.cli.steps import Mixed, mixed_step
-from ndlite.dtypes import ml_dtypes
+
+pytest.importorskip("tqdm")  # the CLI's progress bar (a dependency; absent in the torch venv)
+
+from ndlite.cli import main, train  # noqa: E402
+from ndlite.cli.steps import Mixed, mixed_step  # noqa: E402
+from ndlite.dtypes import ml_dtypes  # noqa: E402
 
 
 def test_mnist_tiny_run_with_fp16(tmp_path, monkeypatch, capsys):
