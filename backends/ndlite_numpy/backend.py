@@ -26,11 +26,12 @@ def _array_ufunc(ufunc, arity: int):
     """`ufunc` made to return an array for 0-d inputs (NumPy would return a scalar there).
 
     A plain wrapper with a class check is cheaper than `out=...` (NumPy >= 2.3), whose
-    keyword parsing costs more than the check on every call."""
-    ndarray, asarray = np.ndarray, np.asarray
+    keyword parsing costs more than the check on every call. Halves (tested by identity,
+    the cheapest test) go by float32 where NumPy's own loops would differ: see halfmath."""
+    ndarray, asarray, f16, bf16 = np.ndarray, np.asarray, HALF[0], HALF[-1]
     if arity == 1 and ufunc is np.sign:
         def call(a):
-            if a.dtype in HALF:  # ml_dtypes' bfloat16 sign keeps -0.0; the contract gives 0.0
+            if a.dtype is f16 or a.dtype is bf16:  # bfloat16's sign keeps -0.0; contract: 0.0
                 return asarray(ufunc(a.astype(np.float32)).astype(a.dtype))
             r = ufunc(a)
             return r if r.__class__ is ndarray else asarray(r)
@@ -42,15 +43,17 @@ def _array_ufunc(ufunc, arity: int):
         def call(a, b):
             # NumPy's float16 loops return the first operand of a tie of -0.0 and 0.0, its
             # float32 and float64 loops the second (as the contract): float16 goes by float32
-            if getattr(a, "dtype", None) in HALF or getattr(b, "dtype", None) in HALF:
+            dt = a.dtype if a.__class__ is ndarray else getattr(b, "dtype", None)
+            if dt is f16 or dt is bf16:
                 return asarray(scalar_in_float32(ufunc, a, b))
             r = ufunc(a, b)
             return r if r.__class__ is ndarray else asarray(r)
     else:
         def call(a, b):
-            if a.__class__ is not b.__class__ and (a.dtype if a.__class__ is ndarray else
-                                                   getattr(b, "dtype", None)) in HALF:
-                return asarray(scalar_in_float32(ufunc, a, b))  # a half with a Python number
+            if a.__class__ is not b.__class__:  # a half with a Python number: by float32
+                dt = a.dtype if a.__class__ is ndarray else getattr(b, "dtype", None)
+                if dt is f16 or dt is bf16:
+                    return asarray(scalar_in_float32(ufunc, a, b))
             r = ufunc(a, b)
             return r if r.__class__ is ndarray else asarray(r)
     call.__name__ = ufunc.__name__
@@ -138,7 +141,8 @@ class NumpyBackend(XpBackend):
                 return _integer_pow(np.asarray(a), np.asarray(b))  # (and PyTorch) truncate
 
         self.pow = pow
-        compute_in_float32(self)  # half buffers: contractions in float32, rounded once
+        # half buffers: contractions in float32, rounded once (armed by the first half buffer)
+        compute_in_float32(self, lazy=True)
 
     def _array_result(self, ufunc, arity):
         return _array_ufunc(ufunc, arity)

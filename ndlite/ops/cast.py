@@ -88,7 +88,7 @@ def widened(fn):
 
     @functools.wraps(fn)
     def call(x, *args, **kwargs):
-        if isinstance(x, Tensor) and x.dtype in HALF:
+        if isinstance(x, Tensor) and x.dtype in HALF and kwargs.get("dtype") is None:
             return astype(fn(astype(x, float32), *args, **kwargs), x.dtype)
         return fn(x, *args, **kwargs)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from ..errors import ShapeError
 from ..tensor import Tensor
 from .autocast import autocast_op
+from .cast import widened
 from .elementwise import where
 from .reduce import mean, sum
 from .registry import TRANSCENDENTAL, Spec, declare
@@ -65,7 +66,8 @@ def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None,
     return _reduce(loss, reduction, "kl_div")
 
 
-@autocast_op("cosine_similarity")
+@autocast_op("cosine_similarity")  # outside widened: float32 in a region
+@widened
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
     """x1 . x2 / max(||x1|| ||x2||, eps) along dim."""
     dot = sum(x1 * x2, dim)

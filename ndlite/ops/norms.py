@@ -10,6 +10,7 @@ from ..dtypes import finfo, is_floating
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 from .autocast import autocast_op
+from .cast import widened
 from .reduce import mean
 from .registry import Spec, declare
 from .samples import Sampler
@@ -25,7 +26,8 @@ def _check_float(op: str, tensors) -> None:
             raise DTypeError(f"{op}: expected floating tensors, got {t.dtype}")
 
 
-@autocast_op("group_norm")
+@autocast_op("group_norm")  # outside widened: float32 in a region
+@widened
 def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     """Normalize (N, C, ...) over each of num_groups groups of C / num_groups channels and
@@ -75,7 +77,8 @@ def normalized_dims(normalized_shape, input_shape: tuple, op: str) -> tuple:
     return shape
 
 
-@autocast_op("rms_norm")
+@autocast_op("rms_norm")  # outside widened: float32 in a region
+@widened
 def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
              eps: float | None = None) -> Tensor:
     """x / sqrt(mean(x^2) + eps) over the trailing `normalized_shape` dims, then * weight;

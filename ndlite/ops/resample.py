@@ -15,6 +15,7 @@ from ..creation import tensor as make_tensor
 from ..errors import ShapeError
 from ..tensor import Tensor
 from .autocast import autocast_op
+from .cast import widened
 from .conv import conv2d, conv2d_grad_input, pair
 from .gather import index_select
 from .join import pad as constant_pad
@@ -132,7 +133,8 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     return out
 
 
-@autocast_op("normalize")
+@autocast_op("normalize")  # outside widened: float32 in a region
+@widened
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
               out=None) -> Tensor:
     """input / max(||input||_p along dim, eps)."""

@@ -12,6 +12,7 @@ from ..dtypes import bool_, int64, is_floating
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 from .autocast import autocast_op
+from .cast import widened
 from .elementwise import where
 from .gather import gather
 from .gather import scatter_add as _scatter_add_adjoint
@@ -284,7 +285,8 @@ def gather_along(input: Tensor, dim: int, index: Tensor) -> Tensor:
 # ---- norms ------------------------------------------------------------------------------------
 
 
-@autocast_op("vector_norm")
+@autocast_op("vector_norm")  # outside widened: float32 in a region
+@widened
 def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
     """The vector ord-norm over `dim` (all elements by default): 2 (Euclidean), 1, inf, -inf,
     0 (the count of non-zeros) or any other p: sum(|x|^p)^(1/p)."""

@@ -10,7 +10,7 @@ import math
 from ..amp_state import switch as amp
 from ..creation import tensor as make_tensor
 from ..device.transformer_fallbacks import causal_mask
-from ..dtypes import is_floating
+from ..dtypes import HALF, is_floating
 from ..errors import DTypeError, ShapeError
 from ..graph import mode
 from ..tensor import Tensor
@@ -161,7 +161,12 @@ class LayerNorm(Op):
 
 
 def _layer_norm_backward(grad, x, weight, p):
-    """The gradients of layer_norm in differentiable ops (the fallback's formula)."""
+    """The gradients of layer_norm in differentiable ops (the fallback's formula); halves in
+    float32, as the fused path (rstd ** 3 of a near-constant row overflows float16)."""
+    if x.dtype in HALF:
+        wide = _layer_norm_backward(grad.float(), x.float(),
+                                    None if weight is None else weight.float(), p)
+        return tuple(g.to(x.dtype) for g in wide)
     k = p["k"]
     dims, lead = tuple(range(x.ndim - k, x.ndim)), tuple(range(x.ndim - k))
     centered = x - mean(x, dims, keepdim=True)

@@ -16,6 +16,7 @@ import numpy as np
 from ndlite_numpy import NumpyBackend
 
 from ndlite.device import fallbacks
+from ndlite.device.halfmath import native_half
 from ndlite.dtypes import HALF
 
 
@@ -256,23 +257,18 @@ class HalfAccumulation(Faithful):
     to float16/bfloat16. Within the scaled rule (R eps S grows with the sum), so only the
     tight half check flags it."""
 
-    def __init__(self, device=None):
-        super().__init__(device)
-        wide_matmul, wide_sum = self.matmul, self.sum
-        self.matmul = lambda a, b: (self._half_matmul(a, b) if a.dtype in _HALF and
-                                    a.ndim >= 2 and b.ndim >= 2 else wide_matmul(a, b))
-        self.sum = lambda x, axes, keepdims: (self._half_sum(x, axes, keepdims)
-                                              if x.dtype in _HALF and axes else
-                                              wide_sum(x, axes, keepdims))
-
-    @staticmethod
-    def _half_matmul(a, b):
+    @native_half
+    def matmul(self, a, b):
+        if a.dtype not in _HALF or a.ndim < 2 or b.ndim < 2:
+            return super().matmul(a, b)
         terms = [(a[..., :, k:k + 1] * b[..., k:k + 1, :]).astype(a.dtype)
                  for k in range(a.shape[-1])]
         return _sequential_in(a.dtype, terms)
 
-    @staticmethod
-    def _half_sum(x, axes, keepdims):
+    @native_half
+    def sum(self, x, axes, keepdims):
+        if x.dtype not in _HALF or not axes:
+            return super().sum(x, axes, keepdims)
         moved = np.moveaxis(x, axes, tuple(range(-len(axes), 0)))
         flat = moved.reshape(moved.shape[:moved.ndim - len(axes)] + (-1,))
         out = _sequential_in(x.dtype, [flat[..., k] for k in range(flat.shape[-1])])
@@ -288,7 +284,7 @@ class HalfDivisionRoundsTwice(Faithful):
 
     def __init__(self, device=None):
         super().__init__(device)
-        divide = self.div
+        divide = self.div  # the reference binds its ufuncs per instance
         self.div = lambda a, b: (self._div(a, b) if getattr(a, "dtype", None) in _HALF
                                  else divide(a, b))
 
@@ -302,14 +298,10 @@ class HalfProductsRoundedTwice(Faithful):
     """A half matmul that rounds each product to the half before its float32 sum, then
     rounds the sum: a half ulp of error per product, which the tight half check flags."""
 
-    def __init__(self, device=None):
-        super().__init__(device)
-        wide_matmul = self.matmul
-        self.matmul = lambda a, b: (self._matmul(a, b) if a.dtype in _HALF and a.ndim >= 2
-                                    and b.ndim >= 2 else wide_matmul(a, b))
-
-    @staticmethod
-    def _matmul(a, b):
+    @native_half
+    def matmul(self, a, b):
+        if a.dtype not in _HALF or a.ndim < 2 or b.ndim < 2:
+            return super().matmul(a, b)
         products = a[..., :, :, None].astype(np.float32) * b[..., None, :, :].astype(np.float32)
         rounded = products.astype(a.dtype).astype(np.float32)  # each product rounded first
         return np.asarray(rounded.sum(axis=-2)).astype(a.dtype)

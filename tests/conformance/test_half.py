@@ -114,3 +114,24 @@ def test_opencl_reports_no_halves_yet():
         if dtype in HALVES:
             assert as_dtype(dtype) not in backend.dtypes
             assert dtype_skip_reason(backend, dtype)
+
+
+def test_numpy_backend_arms_its_half_wrappers_at_the_first_half_buffer():
+    from ndlite_numpy import NumpyBackend
+
+    from ndlite.device.halfmath import native_half
+
+    class Native(NumpyBackend):
+        @native_half
+        def matmul(self, a, b):
+            return super().matmul(a, b)
+
+    backend = Native()
+    assert not hasattr(backend.sum, "__wrapped__")  # float32 work pays no dtype test
+    backend.full((2,), 1.0, np.dtype("float32"))
+    assert not hasattr(backend.sum, "__wrapped__")
+    half = backend.astype(backend.full((3, 4), 0.5, np.dtype("float32")), np.float16)
+    assert hasattr(backend.sum, "__wrapped__") and not hasattr(backend.matmul, "__wrapped__")
+    assert "from_numpy" not in vars(backend)  # the creators are as they were
+    total = backend.sum(half, (0, 1), False)
+    assert total.dtype == np.float16 and float(total) == 6.0
