@@ -139,6 +139,7 @@ def lockstep(program, path: str, device: str, dtype: str, steps: int, data) -> d
         record[f"seconds_{lib}"] = round(seconds, 3)
     lt, ln = np.array(record["loss_torch"]), np.array(record["loss_ndlite"])
     record["max_abs_diff"] = float(np.max(np.abs(lt - ln)))
+    record["max_abs_diff_first5"] = float(np.max(np.abs(lt - ln)[:5]))
     record["first_loss"] = [lt[0], ln[0]]
     record["last_loss"] = [lt[-1], ln[-1]]
     record["finite"] = bool(all(math.isfinite(v) for v in ln))

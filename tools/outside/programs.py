@@ -155,5 +155,11 @@ class WordTransformer(WordLSTM):
         return model(x).view(-1, self.data["vocab"])
 
 
+class WordTransformerLR1(WordTransformer):
+    """The same at lr 1: main.py's lr 20 makes the Transformer's loss climb (8.8 -> 28 in 20
+    steps, in torch's own main.py too), where float32 rounding is amplified chaotically."""
+    name, lr = "word_language_model Transformer lr 1", 1.0
+
+
 PROGRAMS = {"nanogpt": NanoGPT, "gpt": LectureGPT, "lstm": WordLSTM,
-            "transformer": WordTransformer}
+            "transformer": WordTransformer, "transformer_lr1": WordTransformerLR1}

@@ -27,6 +27,7 @@ import tempfile
 import time
 import traceback
 
+START = time.perf_counter()
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
@@ -39,13 +40,16 @@ def part1(args) -> list[dict]:
     chars, words = char_data(args.root), None
     out = []
     for key in [k for k in args.programs.split(",") if k]:
-        if key in ("lstm", "transformer"):
+        if key in ("lstm", "transformer", "transformer_lr1"):
             words = words or word_data(args.root)
-        data = words if key in ("lstm", "transformer") else chars
+        data = chars if key in ("nanogpt", "gpt") else words
         program = PROGRAMS[key](data)
         path = os.path.join(args.root, "src", program.file)
         for dtype in args.dtypes.split(","):
             t0 = time.perf_counter()
+            if t0 - START > args.budget:
+                out.append({"program": program.name, "dtype": dtype, "skipped": "time budget"})
+                continue
             try:
                 rec = lockstep(program, path, args.device, dtype, args.steps, data)
             except Exception as exc:  # record what ndlite lacks, keep going
@@ -59,6 +63,8 @@ def part1(args) -> list[dict]:
 
 
 def summary(rec: dict) -> str:
+    if "skipped" in rec:
+        return f"{rec['program']:34s} {rec['dtype']:8s} skipped ({rec['skipped']})"
     if "error" in rec:
         return f"{rec['program']:34s} {rec['dtype']:8s} ERROR {rec['error']}"
     return (f"{rec['program']:34s} {rec['dtype']:8s} {rec['steps']:3d} steps  loss "
@@ -72,6 +78,10 @@ _LOSS = re.compile(r"(valid|test) loss\s+([\d.]+)")
 
 
 def run_main(args, model: str, lib: str, seed: int) -> dict:
+    if time.perf_counter() - START > args.budget:
+        print(f"main.py --model {model} {lib} seed {seed}: skipped (time budget)")
+        return {"program": f"word_language_model main.py --model {model}", "lib": lib,
+                "seed": seed, "skipped": "time budget"}
     main = os.path.join(args.root, "src", "wlm", "main.py")
     flags = ["--data", os.path.join(args.root, "data", "shakespeare-words"), "--model", model,
              "--emsize", "64", "--nhid", "64", "--nlayers", "2", "--nhead", "2", "--epochs",
@@ -85,8 +95,12 @@ def run_main(args, model: str, lib: str, seed: int) -> dict:
         cmd = [sys.executable, main] if lib == "torch" else \
             [sys.executable, os.path.join(HERE, "run_swapped.py"), main]
         t0 = time.perf_counter()
-        proc = subprocess.run(cmd + flags, cwd=os.path.dirname(main), env=env, text=True,
-                              capture_output=True, timeout=args.main_timeout)
+        try:
+            proc = subprocess.run(cmd + flags, cwd=os.path.dirname(main), env=env, text=True,
+                                  capture_output=True, timeout=args.main_timeout)
+        except subprocess.TimeoutExpired as exc:
+            out = (exc.stdout or b"").decode() if isinstance(exc.stdout, bytes) else exc.stdout
+            proc = subprocess.CompletedProcess(cmd, 124, out or "", "timed out")
     text = proc.stdout + proc.stderr
     losses = {k: float(v) for k, v in _LOSS.findall(text)}
     rec = {"program": f"word_language_model main.py --model {model}", "lib": lib, "seed": seed,
@@ -109,15 +123,19 @@ def main() -> None:
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--dtypes", default="float32,float64")
-    parser.add_argument("--programs", default="nanogpt,gpt,lstm,transformer")
+    parser.add_argument("--programs", default="nanogpt,gpt,lstm,transformer,transformer_lr1")
     parser.add_argument("--mains", default="LSTM,Transformer", help="'' to skip main.py")
-    parser.add_argument("--main-seeds", default="1111,1,2",
-                        help="main.py --seed values (torch and ndlite draw different streams)")
-    parser.add_argument("--main-timeout", type=int, default=300)
+    parser.add_argument("--budget", type=float, default=200,
+                        help="seconds; parts not started by then are skipped (recorded)")
+    parser.add_argument("--main-seeds", default="",
+                        help="main.py --seed values (torch and ndlite draw different streams); "
+                        "default 1111,1,2 on cpu, 1111 on cuda")
+    parser.add_argument("--main-timeout", type=int, default=120)
     parser.add_argument("--workarounds", default="",
                         help="comma list from lockstep.WORKAROUNDS, e.g. contiguous")
     parser.add_argument("--out", default="")
     args = parser.parse_args()
+    args.main_seeds = args.main_seeds or ("1111" if args.device == "cuda" else "1111,1,2")
     import numpy
     import torch
 
@@ -130,6 +148,9 @@ def main() -> None:
                "host": platform.node(), "lockstep": part1(args)}
     results["swapped_lines"] = {os.path.relpath(k, args.root): v
                                 for k, v in changed_lines.items()}
+    if args.out:  # part 1 kept even if part 2 is cut short
+        with open(args.out, "w") as f:
+            json.dump(results, f, indent=1)
     results["main_py"] = [run_main(args, m, lib, int(seed)) for m in args.mains.split(",") if m
                           for lib in ("torch", "ndlite") for seed in args.main_seeds.split(",")]
     commits = os.path.join(args.root, "src", "COMMITS")
