@@ -78,7 +78,8 @@ _LOSS = re.compile(r"(valid|test) loss\s+([\d.]+)")
 
 
 def run_main(args, model: str, lib: str, seed: int) -> dict:
-    if time.perf_counter() - START > args.budget:
+    left = args.total - (time.perf_counter() - START)
+    if left < 15:
         print(f"main.py --model {model} {lib} seed {seed}: skipped (time budget)")
         return {"program": f"word_language_model main.py --model {model}", "lib": lib,
                 "seed": seed, "skipped": "time budget"}
@@ -97,7 +98,7 @@ def run_main(args, model: str, lib: str, seed: int) -> dict:
         t0 = time.perf_counter()
         try:
             proc = subprocess.run(cmd + flags, cwd=os.path.dirname(main), env=env, text=True,
-                                  capture_output=True, timeout=args.main_timeout)
+                                  capture_output=True, timeout=min(args.main_timeout, left))
         except subprocess.TimeoutExpired as exc:
             out = (exc.stdout or b"").decode() if isinstance(exc.stdout, bytes) else exc.stdout
             proc = subprocess.CompletedProcess(cmd, 124, out or "", "timed out")
@@ -125,8 +126,10 @@ def main() -> None:
     parser.add_argument("--dtypes", default="float32,float64")
     parser.add_argument("--programs", default="nanogpt,gpt,lstm,transformer,transformer_lr1")
     parser.add_argument("--mains", default="LSTM,Transformer", help="'' to skip main.py")
-    parser.add_argument("--budget", type=float, default=200,
-                        help="seconds; parts not started by then are skipped (recorded)")
+    parser.add_argument("--budget", type=float, default=150,
+                        help="seconds; lock-step runs not started by then are skipped (recorded)")
+    parser.add_argument("--total", type=float, default=225,
+                        help="seconds; main.py runs are cut (rc 124) or skipped to end by then")
     parser.add_argument("--main-seeds", default="",
                         help="main.py --seed values (torch and ndlite draw different streams); "
                         "default 1111,1,2 on cpu, 1111 on cuda")
@@ -135,6 +138,7 @@ def main() -> None:
                         help="comma list from lockstep.WORKAROUNDS, e.g. contiguous")
     parser.add_argument("--out", default="")
     args = parser.parse_args()
+    args.root = os.path.abspath(args.root)  # main.py runs from its own folder
     args.main_seeds = args.main_seeds or ("1111" if args.device == "cuda" else "1111,1,2")
     import numpy
     import torch
@@ -152,7 +156,7 @@ def main() -> None:
         with open(args.out, "w") as f:
             json.dump(results, f, indent=1)
     results["main_py"] = [run_main(args, m, lib, int(seed)) for m in args.mains.split(",") if m
-                          for lib in ("torch", "ndlite") for seed in args.main_seeds.split(",")]
+                          for seed in args.main_seeds.split(",") for lib in ("torch", "ndlite")]
     commits = os.path.join(args.root, "src", "COMMITS")
     if os.path.exists(commits):
         with open(commits) as f:
