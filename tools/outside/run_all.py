@@ -126,10 +126,12 @@ def main() -> None:
     parser.add_argument("--dtypes", default="float32,float64")
     parser.add_argument("--programs", default="nanogpt,gpt,lstm,transformer,transformer_lr1")
     parser.add_argument("--mains", default="LSTM,Transformer", help="'' to skip main.py")
-    parser.add_argument("--budget", type=float, default=150,
-                        help="seconds; lock-step runs not started by then are skipped (recorded)")
-    parser.add_argument("--total", type=float, default=225,
-                        help="seconds; main.py runs are cut (rc 124) or skipped to end by then")
+    parser.add_argument("--budget", type=float, default=None,
+                        help="seconds; lock-step runs not started by then are skipped "
+                        "(recorded); default 150 on cuda, none on cpu")
+    parser.add_argument("--total", type=float, default=None,
+                        help="seconds; main.py runs are cut (rc 124) or skipped to end by then; "
+                        "default 225 on cuda, none on cpu")
     parser.add_argument("--main-seeds", default="",
                         help="main.py --seed values (torch and ndlite draw different streams); "
                         "default 1111,1,2 on cpu, 1111 on cuda")
@@ -140,6 +142,9 @@ def main() -> None:
     args = parser.parse_args()
     args.root = os.path.abspath(args.root)  # main.py runs from its own folder
     args.main_seeds = args.main_seeds or ("1111" if args.device == "cuda" else "1111,1,2")
+    gpu = args.device == "cuda"
+    args.budget = args.budget if args.budget is not None else (150 if gpu else float("inf"))
+    args.total = args.total if args.total is not None else (225 if gpu else float("inf"))
     import numpy
     import torch
 
