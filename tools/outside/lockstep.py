@@ -20,6 +20,10 @@ class Side:
     """One library (torch or ndlite) on one device, with the helpers a program needs."""
 
     def __init__(self, lib: str, device: str):
+        """device: "cpu" (ndlite on NumPy), "cuda" (CuPy; torch on cuda) or "opencl"
+        (ndlite on OpenCL, torch on cpu)."""
+        if lib == "torch" and device == "opencl":
+            device = "cpu"
         self.lib, self.device = lib, device
         if lib == "torch":
             import torch
@@ -30,7 +34,7 @@ class Side:
         else:
             import ndlite
             self.T = ndlite
-            ndlite.set_backend("cupy" if device == "cuda" else "numpy")
+            ndlite.set_backend({"cuda": "cupy", "cpu": "numpy"}.get(device, device))
 
     def tensor(self, array: np.ndarray):
         if self.lib == "torch":
@@ -128,7 +132,7 @@ def lockstep(program, path: str, device: str, dtype: str, steps: int, data) -> d
         if dtype == "float64":
             models[lib] = models[lib].double()
         if lib == "torch":
-            models[lib] = models[lib].to(device)
+            models[lib] = models[lib].to(side.device)
         else:
             record["tensors_copied"] = copy_weights(models["torch"], models[lib], sides["torch"])
         program.mode(models[lib])

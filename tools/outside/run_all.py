@@ -121,7 +121,9 @@ def run_main(args, model: str, lib: str, seed: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", default=os.environ.get("OUTSIDE_ROOT", "/work/outside"))
-    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    parser.add_argument("--device", choices=["cpu", "cuda", "opencl"], default="cpu",
+                        help="opencl: ndlite on OpenCL against torch on cpu (main.py, which "
+                        "picks 'cpu' itself, is then left out)")
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--dtypes", default="float32,float64")
     parser.add_argument("--programs", default="nanogpt,gpt,lstm,transformer,transformer_lr1")
@@ -141,6 +143,8 @@ def main() -> None:
     parser.add_argument("--out", default="")
     args = parser.parse_args()
     args.root = os.path.abspath(args.root)  # main.py runs from its own folder
+    if args.device == "opencl":
+        args.mains = ""
     args.main_seeds = args.main_seeds or ("1111" if args.device == "cuda" else "1111,1,2")
     gpu = args.device == "cuda"
     args.budget = args.budget if args.budget is not None else (150 if gpu else float("inf"))
