@@ -83,7 +83,7 @@ def _unbatched(fn, x, *args, **kwargs):
 @register
 class MaxPool2d(Op):
     name = "max_pool2d"
-    spec = Spec(samples.POOL2D, tol=EXACT, kinks="distinct",
+    spec = Spec(samples.POOL2D, tol=EXACT, kinks="distinct", zero_ties=True,
                 second_order=True, params={"kind": "max"})
 
     @staticmethod

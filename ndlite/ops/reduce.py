@@ -179,7 +179,7 @@ def _check_nonempty(x: Tensor, axes: tuple, op: str) -> None:
 @register
 class Amax(Op):
     name = "amax"
-    spec = Spec(samples.REDUCE, tol=EXACT, kinks="distinct")
+    spec = Spec(samples.REDUCE, tol=EXACT, kinks="distinct", zero_ties=True)
     save_inputs = True
 
     @staticmethod
@@ -194,7 +194,7 @@ class Amax(Op):
 @register
 class Amin(Op):
     name = "amin"
-    spec = Spec(samples.REDUCE, tol=EXACT, kinks="distinct")
+    spec = Spec(samples.REDUCE, tol=EXACT, kinks="distinct", zero_ties=True)
     save_inputs = True
 
     @staticmethod

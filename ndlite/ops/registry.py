@@ -55,6 +55,9 @@ class Spec:
     bound:   the "S" of the scaled tolerance, if not the op itself on absolute values:
              a function of the float64 absolute inputs and params
     params:  fixed extra arguments for the sampler
+    zero_ties: a tie of -0.0 and 0.0 may give either zero (max/min reductions and max-pooling:
+             NumPy's own loops pick differently in float32 and float64, so no reference fixes
+             one); the kit compares such zeros as equal
     """
 
     sample: Sampler
@@ -68,6 +71,7 @@ class Spec:
     half_tol: str | None = None
     bound: Callable | None = None
     params: dict = field(default_factory=dict)
+    zero_ties: bool = False
 
 
 class Op:
