@@ -6,6 +6,7 @@ kernel queued before, so reuse is safe). Each primitive is a method here; the wo
 the modules beside this one: elementwise.py (every elementwise primitive, cast and copy: the
 one `map` kernel), reduce.py, linalg.py (matmul), indexing.py, conv.py and nn.py (the
 neural-network fast paths), optim.py (fused optimizer steps). Views are array.py's.
+float16 and bfloat16 are stored in half and computed in float32 (halves.py).
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ import pyopencl.tools as cl_tools
 
 from ndlite.device import Backend, DTypeError, OutOfMemoryError, ShapeError
 
-from . import conv, devices, elementwise, indexing, linalg, mathops, nn, optim, reduce, transformer
+from . import (conv, devices, elementwise, halves, indexing, linalg, mathops, nn, optim, reduce,
+               transformer)
 from .array import (
     DTYPES,
     INT32_LIMIT,
@@ -32,7 +34,7 @@ from .array import (
     slice_view,
 )
 from .elementwise import apply, binary, scalar
-from .kernels import KernelCache
+from .kernels import STORAGE, KernelCache
 
 _MEMORY_ERRORS = ("MEM_OBJECT_ALLOCATION_FAILURE", "OUT_OF_RESOURCES", "OUT_OF_HOST_MEMORY",
                   "INVALID_BUFFER_SIZE")
@@ -73,6 +75,7 @@ class OpenCLBackend(transformer.TransformerPaths, Backend):
         self._layouts: dict[tuple, np.ndarray] = {}
         self._held_layouts: dict[object, dict] = {}
         self._local = (self.group,)
+        halves.install(self)
 
     # ---- identity and capabilities ---------------------------------------------------------
 
@@ -170,7 +173,7 @@ class OpenCLBackend(transformer.TransformerPaths, Backend):
         array = np.asarray(array, dtype=dtype, order="C")  # (ascontiguousarray makes 0-d 1-d)
         out = self._new(array.shape, dtype, "from_numpy")
         if out.size:
-            cl.enqueue_copy(self.queue, out.data, array, is_blocking=True)
+            cl.enqueue_copy(self.queue, out.data, halves.host(array), is_blocking=True)
         return out
 
     def to_numpy(self, x: CLArray) -> np.ndarray:
@@ -179,7 +182,8 @@ class OpenCLBackend(transformer.TransformerPaths, Backend):
             return host
         if not x.contiguous:
             x = self.copy(x)
-        cl.enqueue_copy(self.queue, host, x.data, src_offset=x.offset * x.dtype.itemsize,
+        cl.enqueue_copy(self.queue, halves.host(host), x.data,
+                        src_offset=x.offset * x.dtype.itemsize,
                         is_blocking=True)
         return host
 
@@ -195,7 +199,11 @@ class OpenCLBackend(transformer.TransformerPaths, Backend):
 
     def _fill(self, out: CLArray, value) -> None:
         """Fill a contiguous `out` with one value."""
-        pattern = np.asarray(scalar(value, out.dtype))
+        if out.dtype in STORAGE:  # the half's bits (its kernels take numbers as float32)
+            with np.errstate(over="ignore"):
+                pattern = halves.host(np.asarray(value).astype(out.dtype))
+        else:
+            pattern = np.asarray(scalar(value, out.dtype))
         cl.enqueue_fill_buffer(self.queue, out.data, pattern, out.offset * out.dtype.itemsize,
                                out.size * out.dtype.itemsize)
 

@@ -10,3 +10,34 @@
 #endif
 
 typedef struct { IDX v[LAYOUT_LEN]; } layout_t;
+
+// Storage: a kernel reads and writes a buffer through LD_x(p, o) / ST_x(p, o, v), which
+// kernels.slot() points at one of these. Halves are stored in half and computed in float
+// (float16 by vload_half/vstore_half_rte, which need no cl_khr_fp16; bfloat16 as the high 16
+// bits of a float32, rounded to nearest even), so a value is rounded once, when stored.
+#define LOAD_PLAIN(p, o) ((p)[o])
+#define STORE_PLAIN(p, o, v) ((p)[o] = (v))
+#define LOAD_F16(p, o) vload_half((o), (p))
+#define STORE_F16(p, o, v) vstore_half_rte((v), (o), (p))
+#define LOAD_BF16(p, o) as_float((uint)(p)[o] << 16)
+#define STORE_BF16(p, o, v) ((p)[o] = bf16_round(v))
+
+inline ushort __attribute__((overloadable)) bf16_round(float x)
+{
+    const uint u = as_uint(x);
+    if (x != x)
+        return (ushort)((u >> 16) | 0x40);  // a NaN stays a NaN, quiet
+    return (ushort)((u + 0x7FFF + ((u >> 16) & 1)) >> 16);
+}
+
+#ifdef cl_khr_fp64
+// a double rounded to float toward zero, its last bit set where that was inexact (round to
+// odd), then to bfloat16: one rounding in effect, as NumPy's cast
+inline ushort __attribute__((overloadable)) bf16_round(double x)
+{
+    float f = convert_float_rtz(x);
+    if ((double)f != x && x == x)
+        f = as_float(as_uint(f) | 1);
+    return bf16_round(f);
+}
+#endif
