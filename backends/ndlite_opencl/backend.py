@@ -19,8 +19,19 @@ import pyopencl.tools as cl_tools
 
 from ndlite.device import Backend, DTypeError, OutOfMemoryError, ShapeError
 
-from . import (conv, devices, elementwise, halves, indexing, linalg, mathops, nn, optim, reduce,
-               transformer)
+from . import (
+    conv,
+    devices,
+    elementwise,
+    halves,
+    indexing,
+    linalg,
+    mathops,
+    nn,
+    optim,
+    reduce,
+    transformer,
+)
 from .array import (
     DTYPES,
     INT32_LIMIT,

@@ -3,10 +3,10 @@
 The input is read in place through its strides: the kept dims and the reduced dims are each
 collapsed, giving M outputs of K elements. Many outputs (or short rows) take one work-item per
 output; few long rows take a work-group per row, split into P chunks when there are too few
-rows to fill the device, the P partials then reduced by a second launch. Halves are read as floats and reduced in
-float32, the result rounded once to the half. On GPUs, many rows that
+rows to fill the device, the P partials then reduced by a second launch. On GPUs, many rows that
 are contiguous in memory take a warp-sized group each, so each row is read coalesced. The plan
 depends only on the shapes and the device, so results are bitwise the same run to run.
+Halves are read as floats and reduced in float32, the result rounded once to the half.
 """
 
 from __future__ import annotations

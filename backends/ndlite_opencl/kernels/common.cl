@@ -18,9 +18,18 @@ typedef struct { IDX v[LAYOUT_LEN]; } layout_t;
 #define LOAD_PLAIN(p, o) ((p)[o])
 #define STORE_PLAIN(p, o, v) ((p)[o] = (v))
 #define LOAD_F16(p, o) vload_half((o), (p))
-#define STORE_F16(p, o, v) vstore_half_rte((v), (o), (p))
+// (a NaN as NumPy's cast makes it: the sign and the top payload bits, quiet; vstore_half's NaN
+// bits vary by implementation)
+#define STORE_F16(p, o, v) do { if ((v) != (v)) ((__global ushort*)(p))[o] = f16_nan(v); \
+                                else vstore_half_rte((v), (o), (p)); } while (0)
 #define LOAD_BF16(p, o) as_float((uint)(p)[o] << 16)
 #define STORE_BF16(p, o, v) ((p)[o] = bf16_round(v))
+
+inline ushort __attribute__((overloadable)) f16_nan(float x)
+{
+    const uint u = as_uint(x);
+    return (ushort)(((u >> 16) & 0x8000) | 0x7E00 | ((u >> 13) & 0x3FF));
+}
 
 inline ushort __attribute__((overloadable)) bf16_round(float x)
 {
@@ -31,6 +40,12 @@ inline ushort __attribute__((overloadable)) bf16_round(float x)
 }
 
 #ifdef cl_khr_fp64
+inline ushort __attribute__((overloadable)) f16_nan(double x)
+{
+    const ulong u = as_ulong(x);
+    return (ushort)(((u >> 48) & 0x8000) | 0x7E00 | ((u >> 42) & 0x3FF));
+}
+
 // a double rounded to float toward zero, its last bit set where that was inexact (round to
 // odd), then to bfloat16: one rounding in effect, as NumPy's cast
 inline ushort __attribute__((overloadable)) bf16_round(double x)
