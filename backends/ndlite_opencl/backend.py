@@ -210,11 +210,8 @@ class OpenCLBackend(transformer.TransformerPaths, Backend):
 
     def _fill(self, out: CLArray, value) -> None:
         """Fill a contiguous `out` with one value."""
-        if out.dtype in STORAGE:  # the half's bits (its kernels take numbers as float32)
-            with np.errstate(over="ignore"):
-                pattern = halves.host(np.asarray(value).astype(out.dtype))
-        else:
-            pattern = np.asarray(scalar(value, out.dtype))
+        pattern = halves.pattern(value, out.dtype) if out.dtype in STORAGE \
+            else np.asarray(scalar(value, out.dtype))
         cl.enqueue_fill_buffer(self.queue, out.data, pattern, out.offset * out.dtype.itemsize,
                                out.size * out.dtype.itemsize)
 

@@ -83,6 +83,13 @@ def host(array: np.ndarray) -> np.ndarray:
     return array.view(np.uint16) if array.dtype in STORAGE else array
 
 
+def pattern(value, dtype: np.dtype) -> np.ndarray:
+    """A fill pattern: `value` rounded once to the half, as its bits (its kernels take numbers
+    as float32, a fill takes bytes)."""
+    with np.errstate(over="ignore"):
+        return host(np.asarray(value).astype(dtype))
+
+
 def bits(x: CLArray) -> CLArray:
     """The same view of a half buffer as uint16 (for kernels that only move values)."""
     return CLArray(x.data, x.shape, np.dtype(np.uint16), x.strides, x.offset, x.wide)
