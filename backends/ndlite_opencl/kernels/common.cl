@@ -38,6 +38,8 @@ inline ushort __attribute__((overloadable)) bf16_round(float x)
         return (ushort)((u >> 16) | 0x40);  // a NaN stays a NaN, quiet
     return (ushort)((u + 0x7FFF + ((u >> 16) & 1)) >> 16);
 }
+// (a double becomes a bfloat16 through float32, rounded twice, as ml_dtypes and PyTorch cast
+// it; a float16 is rounded from the double once, as NumPy's cast)
 
 #ifdef cl_khr_fp64
 inline ushort __attribute__((overloadable)) f16_nan(double x)
@@ -46,13 +48,4 @@ inline ushort __attribute__((overloadable)) f16_nan(double x)
     return (ushort)(((u >> 48) & 0x8000) | 0x7E00 | ((u >> 42) & 0x3FF));
 }
 
-// a double rounded to float toward zero, its last bit set where that was inexact (round to
-// odd), then to bfloat16: one rounding in effect, as NumPy's cast
-inline ushort __attribute__((overloadable)) bf16_round(double x)
-{
-    float f = convert_float_rtz(x);
-    if ((double)f != x && x == x)
-        f = as_float(as_uint(f) | 1);
-    return bf16_round(f);
-}
 #endif
