@@ -5,11 +5,12 @@ LOAD/STORE macros of kernels/common.cl (kernels.slot): each value is computed in
 rounded once when stored, so + - * / sqrt are the correctly rounded half results, bitwise as
 the NumPy reference; sums accumulate in float32. `gather` and `put` move a half's bits as
 ushort (indexing.py). The other kernel families (gemm, conv, pooling, softmax and losses, the
-transformer paths, the optimizer steps) are not written for halves: `install` wraps them so a
-half call converts its half buffers to float32 (one `map` launch each), runs the float32
-kernel and rounds the results once to the half (the optimizer steps write their updated
-buffers back, rounded once): PyTorch's rule and ndlite.device.halfmath's, at the cost of the
-conversions.
+transformer paths) are not written for halves: `install` wraps them so a half call converts
+its half buffers to float32 (one `map` launch each), runs the float32 kernel and rounds the
+results once to the half: PyTorch's rule and ndlite.device.halfmath's, at the cost of the
+conversions. The fused optimizer steps compute halves in float too (optim.py); `in_float32`
+writes an in-place step's updated buffers back, rounded once, where one takes the core's
+fallback.
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ from .kernels import STORAGE
 
 #: computed natively in half (the map kernel and the reductions)
 NATIVE = ("sum", "erf", "math", "math2")
-#: the backend methods that run on float32 copies of their half buffers
-FALLBACK = tuple(n for n in CONTRACTIONS if n not in NATIVE) + ("max_pool2d",) + IN_PLACE
+#: the backend methods that run on float32 copies of their half buffers (the optimizer steps
+#: are native: optim.py)
+FALLBACK = tuple(n for n in CONTRACTIONS if n not in NATIVE) + ("max_pool2d",)
 _FLOAT32 = np.dtype("float32")
 
 

@@ -214,14 +214,30 @@ def test_fallback_kernels_compute_in_float32_and_round_once(b, dtype):
     assert b.matmul.__wrapped__ is not None and not hasattr(b.sum, "__wrapped__")
 
 
+STEPS = {  # (number of buffers: param, grad, states; the hyperparameters)
+    "sgd_step": (3, (1e-2, 0.9, 0.1, True, 0.01, False)),
+    "rmsprop_step": (5, (1e-2, 0.99, 1e-8, 0.9, 0.01)),
+    "adam_step": (5, (3, 1e-2, 0.9, 0.999, 1e-8, 0.01, True)),
+}
+
+
 @pytest.mark.parametrize("dtype", HALF, ids=str)
-def test_optimizer_steps_write_half_buffers_back_rounded_once(b, dtype):
-    param, grad = draw(dtype, 50), draw(dtype, 50)
-    m, v = draw(dtype, 50, scale=0.1), np.abs(draw(dtype, 50, scale=0.1))
-    args = (3, 1e-2, 0.9, 0.999, 1e-8, 0.01, True)
-    half = [b.from_numpy(a) for a in (param, grad, m, v)]
-    wide = [b.from_numpy(a.astype(F32)) for a in (param, grad, m, v)]
-    b.adam_step(half[0], half[1], half[2], half[3], None, *args)
-    b.adam_step(wide[0], wide[1], wide[2], wide[3], None, *args)
+@pytest.mark.parametrize("name", sorted(STEPS))
+@pytest.mark.parametrize("fused", [True, False], ids=["fused", "strided"])
+def test_optimizer_steps_compute_in_float32_and_store_rounded_once(b, dtype, name, fused):
+    """Each buffer a step updates in place is the float32 step's result rounded once (fused:
+    the half kernel; strided views: the core's fallback on float32 copies)."""
+    count, hyper = STEPS[name]
+    values = [draw(dtype, 50, 2)] + [draw(dtype, 50, 2, scale=0.1) for _ in range(count - 1)]
+    values = values[:2] + [np.abs(v) for v in values[2:]]  # square averages are >= 0
+
+    def buffers(cast):
+        made = [b.from_numpy(v.astype(cast)) for v in values]
+        return made if fused else [b.slice(x, (slice(None), slice(0, 1))) for x in made]
+
+    half, wide = buffers(dtype), buffers(F32)
+    getattr(b, name)(*half, *hyper)
+    getattr(b, name)(*wide, *hyper)
     for h, w in zip(half, wide, strict=True):
         assert_bitwise(b.to_numpy(h), b.to_numpy(w).astype(dtype))
+    assert not np.array_equal(bits(b.to_numpy(half[0])), bits(values[0][:, :1 + fused]))
