@@ -1,16 +1,15 @@
 """float16 and bfloat16 on the OpenCL backend: stored in half, computed in float32.
 
-The elementwise `map` kernel and the reductions read and write halves themselves, through the
-LOAD/STORE macros of kernels/common.cl (kernels.slot): each value is computed in float and
-rounded once when stored, so + - * / sqrt are the correctly rounded half results, bitwise as
-the NumPy reference; sums accumulate in float32. `gather` and `put` move a half's bits as
-ushort (indexing.py). The other kernel families (gemm, conv, pooling, softmax and losses, the
-transformer paths) are not written for halves: `install` wraps them so a half call converts
-its half buffers to float32 (one `map` launch each), runs the float32 kernel and rounds the
-results once to the half: PyTorch's rule and ndlite.device.halfmath's, at the cost of the
-conversions. The fused optimizer steps compute halves in float too (optim.py); `in_float32`
-writes an in-place step's updated buffers back, rounded once, where one takes the core's
-fallback.
+The elementwise `map` kernel, the reductions, log_softmax and the fused optimizer steps read
+and write halves themselves, through the LOAD/STORE macros of kernels/common.cl
+(kernels.slot): each value is computed in float and rounded once when stored, so + - * / sqrt
+are the correctly rounded half results, bitwise as the NumPy reference; sums accumulate in
+float32. `gather` and `put` move a half's bits as ushort (indexing.py). The other kernel
+families (gemm, conv, pooling, losses, the transformer paths) are not written for halves:
+`install` wraps them so a half call converts its half buffers to float32 (one `map` launch
+each), runs the float32 kernel and rounds the results once to the half: PyTorch's rule and
+ndlite.device.halfmath's, at the cost of the conversions. Where the optimizer steps take the
+core's fallback (views), `in_float32` writes their updated buffers back, rounded once.
 """
 
 from __future__ import annotations
@@ -22,8 +21,8 @@ from ndlite.device.halfmath import CONTRACTIONS, IN_PLACE, KEEP_FLOAT32
 from .array import CLArray
 from .kernels import STORAGE
 
-#: computed natively in half (the map kernel and the reductions)
-NATIVE = ("sum", "erf", "math", "math2")
+#: computed natively in half (the map kernel, the reductions, log_softmax)
+NATIVE = ("sum", "erf", "math", "math2", "log_softmax")
 #: the backend methods that run on float32 copies of their half buffers (the optimizer steps
 #: are native: optim.py)
 FALLBACK = tuple(n for n in CONTRACTIONS if n not in NATIVE) + ("max_pool2d",)

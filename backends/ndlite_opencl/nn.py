@@ -20,8 +20,9 @@ import numpy as np
 
 from ndlite.device import fallbacks
 
+from . import halves
 from .array import INT32_LIMIT, CLArray, numel
-from .kernels import ctype
+from .kernels import STORAGE, actype, ctype, slot
 
 _INT64 = np.dtype("int64")
 #: rows at least this long, when there are too few to fill the device, get a work-group each
@@ -114,8 +115,11 @@ def _pool_launch(b, name: str, dtype: np.dtype, items: int, layout, buffers: tup
 
 
 def log_softmax(b, x, axis: int):
-    if x.size == 0 or x.size > INT32_LIMIT:
-        return fallbacks.log_softmax(b, x, axis)
+    if x.size == 0 or x.size > INT32_LIMIT:  # (halves: the core's on float32, rounded once)
+        fallback = fallbacks.log_softmax
+        if x.dtype in STORAGE:
+            fallback = halves.in_float32(b, fallback, "log_softmax")
+        return fallback(b, x, axis)
     if not (x.contiguous and x.offset == 0):
         x = b.copy(x)
     length = x.shape[axis]
@@ -123,7 +127,8 @@ def log_softmax(b, x, axis: int):
     rows = x.size // length
     out = b._new(x.shape, x.dtype, "log_softmax")
     layout = b.layout((rows, length, inner), np.int32)
-    defines = (("IDX", "int"), ("LAYOUT_LEN", 3), ("T", ctype(x.dtype)), ("WG", b.group))
+    defines = (("IDX", "int"), ("LAYOUT_LEN", 3), ("T", actype(x.dtype)), *slot("P", x.dtype),
+               ("WG", b.group))
     if length >= LONG_ROW and rows < 4 * b.compute_units and b.group >= 32:
         kernel = b.kernels.get("softmax.cl", "log_softmax_group", defines)
         b.enqueue(kernel, (rows * b.group,), (b.group,), (out.data, x.data, layout))

@@ -241,3 +241,13 @@ def test_optimizer_steps_compute_in_float32_and_store_rounded_once(b, dtype, nam
     for h, w in zip(half, wide, strict=True):
         assert_bitwise(b.to_numpy(h), b.to_numpy(w).astype(dtype))
     assert not np.array_equal(bits(b.to_numpy(half[0])), bits(values[0][:, :1 + fused]))
+
+
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+@pytest.mark.parametrize("shape,axis", [((6, 40), 1), ((3, 5, 4), 1), ((2, 5000), 1), ((0, 3), 1)])
+def test_log_softmax_of_halves_is_the_float32_kernel_rounded_once(b, dtype, shape, axis):
+    x = draw(dtype, *shape, scale=3)
+    got = b.to_numpy(b.log_softmax(b.from_numpy(x), axis))
+    wide = b.to_numpy(b.log_softmax(b.from_numpy(x.astype(F32)), axis))
+    assert_bitwise(got, wide.astype(dtype))
+    assert "log_softmax" not in vars(b)  # the half kernel, not the float32 fallback
