@@ -1,15 +1,16 @@
 """float16 and bfloat16 on the OpenCL backend: stored in half, computed in float32.
 
-The elementwise `map` kernel, the reductions, log_softmax and the fused optimizer steps read
-and write halves themselves, through the LOAD/STORE macros of kernels/common.cl
-(kernels.slot): each value is computed in float and rounded once when stored, so + - * / sqrt
-are the correctly rounded half results, bitwise as the NumPy reference; sums accumulate in
-float32. `gather` and `put` move a half's bits as ushort (indexing.py). The other kernel
-families (gemm, conv, pooling, losses, the transformer paths) are not written for halves:
-`install` wraps them so a half call converts its half buffers to float32 (one `map` launch
-each), runs the float32 kernel and rounds the results once to the half: PyTorch's rule and
-ndlite.device.halfmath's, at the cost of the conversions. Where the optimizer steps take the
-core's fallback (views), `in_float32` writes their updated buffers back, rounded once.
+The elementwise `map` kernel, the reductions, log_softmax, causal_softmax (and its gradient),
+dropout_mask and the fused optimizer steps read and write halves themselves, through the
+LOAD/STORE macros of kernels/common.cl (kernels.slot): each value is computed in float and
+rounded once when stored, so + - * / sqrt are the correctly rounded half results, bitwise as
+the NumPy reference; sums accumulate in float32. `gather` and `put` move a half's bits as
+ushort (indexing.py). The other kernel families (gemm, conv, pooling, nll_loss, layer_norm,
+embedding_grad) are not written for halves: `install` wraps them so a half call converts its
+half buffers to float32 (one `map` launch each), runs the float32 kernel and rounds the
+results once to the half: PyTorch's rule and ndlite.device.halfmath's, at the cost of the
+conversions. Where a native path takes the core's fallback (views, sizes its kernel does not
+take), `core` runs that on float32 copies too.
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ from ndlite.device.halfmath import CONTRACTIONS, IN_PLACE, KEEP_FLOAT32
 from .array import CLArray
 from .kernels import STORAGE
 
-#: computed natively in half (the map kernel, the reductions, log_softmax)
-NATIVE = ("sum", "erf", "math", "math2", "log_softmax")
+#: computed natively in half (the map kernel, the reductions, softmaxes, dropout's mask)
+NATIVE = ("sum", "erf", "math", "math2", "log_softmax", "causal_softmax", "causal_softmax_grad",
+          "dropout_mask")
 #: the backend methods that run on float32 copies of their half buffers (the optimizer steps
 #: are native: optim.py)
 FALLBACK = tuple(n for n in CONTRACTIONS if n not in NATIVE) + ("max_pool2d",)
@@ -33,6 +35,14 @@ def install(b) -> None:
     """Wrap `b`'s FALLBACK methods (as instance attributes) with `in_float32`."""
     for name in FALLBACK:
         setattr(b, name, in_float32(b, getattr(b, name), name))
+
+
+def core(b, fallback, *args):
+    """The core's `fallback`(b, *args); with halves on float32 copies, rounded once (an
+    in-place step's buffers written back)."""
+    if _half_of(args) is not None:
+        fallback = in_float32(b, fallback, fallback.__name__)
+    return fallback(b, *args)
 
 
 def _half_of(values):

@@ -22,7 +22,7 @@ from ndlite.device import fallbacks
 
 from . import halves
 from .array import INT32_LIMIT, CLArray, numel
-from .kernels import STORAGE, actype, ctype, slot
+from .kernels import actype, ctype, slot
 
 _INT64 = np.dtype("int64")
 #: rows at least this long, when there are too few to fill the device, get a work-group each
@@ -115,11 +115,8 @@ def _pool_launch(b, name: str, dtype: np.dtype, items: int, layout, buffers: tup
 
 
 def log_softmax(b, x, axis: int):
-    if x.size == 0 or x.size > INT32_LIMIT:  # (halves: the core's on float32, rounded once)
-        fallback = fallbacks.log_softmax
-        if x.dtype in STORAGE:
-            fallback = halves.in_float32(b, fallback, "log_softmax")
-        return fallback(b, x, axis)
+    if x.size == 0 or x.size > INT32_LIMIT:
+        return halves.core(b, fallbacks.log_softmax, x, axis)
     if not (x.contiguous and x.offset == 0):
         x = b.copy(x)
     length = x.shape[axis]

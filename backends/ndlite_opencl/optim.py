@@ -16,7 +16,7 @@ from ndlite.device import fallbacks
 
 from . import halves
 from .array import INT32_LIMIT
-from .kernels import STORAGE, actype, arith, slot
+from .kernels import actype, arith, slot
 
 WEIGHT_DECAY, MOMENTUM, NESTEROV, FIRST_STEP, CENTERED, DECOUPLED, AMSGRAD = (
     1, 2, 4, 8, 16, 32, 64)
@@ -27,13 +27,6 @@ def _fusable(param, *buffers) -> bool:
         return False
     return all(x is None or (x.contiguous and x.offset == 0 and x.shape == param.shape
                              and x.dtype == param.dtype) for x in (param, *buffers))
-
-
-def _unfused(b, step, param, *args) -> None:
-    """The core's `step` (any views); for halves on float32 copies, written back rounded once."""
-    if param.dtype in STORAGE:
-        step = halves.in_float32(b, step, step.__name__)
-    step(b, param, *args)
 
 
 def _launch(b, name: str, param, buffers: list, flags: int, scalars: tuple) -> None:
@@ -48,7 +41,7 @@ def _launch(b, name: str, param, buffers: list, flags: int, scalars: tuple) -> N
 def sgd_step(b, param, grad, momentum_buffer, lr, momentum, dampening, nesterov, weight_decay,
              first_step):
     if not _fusable(param, grad, momentum_buffer):
-        return _unfused(b, fallbacks.sgd_step, param, grad, momentum_buffer, lr, momentum,
+        return halves.core(b, fallbacks.sgd_step, param, grad, momentum_buffer, lr, momentum,
                         dampening, nesterov, weight_decay, first_step)
     flags = ((WEIGHT_DECAY if weight_decay else 0) | (MOMENTUM if momentum else 0)
              | (NESTEROV if nesterov else 0) | (FIRST_STEP if first_step else 0))
@@ -59,7 +52,7 @@ def sgd_step(b, param, grad, momentum_buffer, lr, momentum, dampening, nesterov,
 def rmsprop_step(b, param, grad, square_avg, grad_avg, momentum_buffer, lr, alpha, eps,
                  momentum, weight_decay):
     if not _fusable(param, grad, square_avg, grad_avg, momentum_buffer):
-        return _unfused(b, fallbacks.rmsprop_step, param, grad, square_avg, grad_avg,
+        return halves.core(b, fallbacks.rmsprop_step, param, grad, square_avg, grad_avg,
                         momentum_buffer, lr, alpha, eps, momentum, weight_decay)
     flags = ((WEIGHT_DECAY if weight_decay else 0) | (CENTERED if grad_avg is not None else 0)
              | (MOMENTUM if momentum_buffer is not None else 0))
@@ -70,7 +63,7 @@ def rmsprop_step(b, param, grad, square_avg, grad_avg, momentum_buffer, lr, alph
 def adam_step(b, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, lr, beta1, beta2, eps,
               weight_decay, decoupled_weight_decay):
     if not _fusable(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq):
-        return _unfused(b, fallbacks.adam_step, param, grad, exp_avg, exp_avg_sq,
+        return halves.core(b, fallbacks.adam_step, param, grad, exp_avg, exp_avg_sq,
                         max_exp_avg_sq, step, lr, beta1, beta2, eps, weight_decay,
                         decoupled_weight_decay)
     flags = ((WEIGHT_DECAY if weight_decay else 0)

@@ -20,8 +20,9 @@ import numpy as np
 
 from ndlite.device import transformer_fallbacks as tfb
 
+from . import halves
 from .array import INT32_LIMIT
-from .kernels import ctype
+from .kernels import actype, arith, slot
 
 #: the most positions one work-item of segment_chunks adds up
 CHUNK = 32
@@ -49,7 +50,8 @@ def _group(b, length: int) -> int:
 
 
 def _kernel(b, name: str, dtype, group: int = 1):
-    defines = (("IDX", "int"), ("LAYOUT_LEN", 4), ("T", ctype(dtype)), ("WG", group))
+    defines = (("IDX", "int"), ("LAYOUT_LEN", 4), ("T", actype(dtype)), *slot("P", dtype),
+               ("WG", group))
     return b.kernels.get("transformer.cl", name, defines)
 
 
@@ -145,28 +147,28 @@ def layer_norm_grad(b, grad, x, weight, mean, rstd, bias):
 
 def causal_softmax(b, x, scale):
     if not _ok(x):
-        return tfb.causal_softmax(b, x, scale)
+        return halves.core(b, tfb.causal_softmax, x, scale)
     x = _dense(b, x)
     length, source = x.shape[-2], x.shape[-1]
     rows = x.size // source
     out = b._new(x.shape, x.dtype, "causal_softmax")
     group = _group(b, source)
     b.enqueue(_kernel(b, "causal_softmax", x.dtype, group), (rows * group,), (group,),
-              (out.data, x.data, x.dtype.type(scale),
+              (out.data, x.data, arith(x.dtype).type(scale),
                b.layout((rows, length, source, 0), np.int32)))
     return out
 
 
 def causal_softmax_grad(b, grad, out, scale):
     if not _ok(out):
-        return tfb.causal_softmax_grad(b, grad, out, scale)
+        return halves.core(b, tfb.causal_softmax_grad, grad, out, scale)
     grad, out = _dense(b, grad), _dense(b, out)
     length, source = out.shape[-2], out.shape[-1]
     rows = out.size // source
     grad_x = b._new(out.shape, out.dtype, "causal_softmax_grad")
     group = _group(b, source)
     b.enqueue(_kernel(b, "causal_softmax_grad", out.dtype, group), (rows * group,),
-              (group,), (grad_x.data, grad.data, out.data, out.dtype.type(scale),
+              (group,), (grad_x.data, grad.data, out.data, arith(out.dtype).type(scale),
                          b.layout((rows, length, source, 0), np.int32)))
     return grad_x
 
@@ -177,12 +179,12 @@ def causal_softmax_grad(b, grad, out, scale):
 def dropout_mask(b, shape, p, seed, dtype):
     n = int(np.prod(shape, dtype=np.int64))
     dtype = np.dtype(dtype)
-    if n == 0 or dtype.kind != "f":
-        return tfb.dropout_mask(b, shape, p, seed, dtype)
+    if n == 0 or arith(dtype).kind != "f":
+        return tfb.dropout_mask(b, shape, p, seed, dtype)  # (a half: only when empty)
     out = b._new(tuple(shape), dtype, "dropout")
     b._launch(_kernel(b, "dropout_mask", dtype), n,
               (out.data, np.uint64(seed), np.uint64(tfb.dropout_threshold(p)),
-               dtype.type(1.0 / (1.0 - p)), np.int64(n)))
+               arith(dtype).type(1.0 / (1.0 - p)), np.int64(n)))
     return out
 
 

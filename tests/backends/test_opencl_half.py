@@ -251,3 +251,18 @@ def test_log_softmax_of_halves_is_the_float32_kernel_rounded_once(b, dtype, shap
     wide = b.to_numpy(b.log_softmax(b.from_numpy(x.astype(F32)), axis))
     assert_bitwise(got, wide.astype(dtype))
     assert "log_softmax" not in vars(b)  # the half kernel, not the float32 fallback
+
+
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_causal_softmax_and_dropout_of_halves_are_the_float32_kernels_rounded_once(b, dtype):
+    x, grad = draw(dtype, 2, 5, 7, scale=3), draw(dtype, 2, 5, 7)
+    out = b.causal_softmax(b.from_numpy(x), 0.5)
+    wide = b.causal_softmax(b.from_numpy(x.astype(F32)), 0.5)
+    assert_bitwise(b.to_numpy(out), b.to_numpy(wide).astype(dtype))
+    got = b.causal_softmax_grad(b.from_numpy(grad), out, 0.5)
+    want = b.causal_softmax_grad(b.from_numpy(grad.astype(F32)), b.astype(out, F32), 0.5)
+    assert_bitwise(b.to_numpy(got), b.to_numpy(want).astype(dtype))
+    mask = b.to_numpy(b.dropout_mask((40, 3), 0.3, 11, dtype))
+    assert_bitwise(mask, b.to_numpy(b.dropout_mask((40, 3), 0.3, 11, F32)).astype(dtype))
+    for name in ("causal_softmax", "causal_softmax_grad", "dropout_mask"):
+        assert name not in vars(b)  # the half kernels, not the float32 fallback

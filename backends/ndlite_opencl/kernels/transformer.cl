@@ -7,7 +7,10 @@
 //     (a power of two; 1 on a CPU) per row, reductions as a fixed tree in local memory;
 //   layer_norm_columns, column_total: the weight and bias gradients' column sums, per block
 //     of rows in ascending row order, then the blocks in ascending order.
-// #defines: T, IDX, WG. Layouts: see each kernel.
+// #defines: T, IDX, WG; P the element type of causal_softmax's, its gradient's and
+// dropout_mask's buffers, read by LD_P and written by ST_P (a half computed in float, rounded
+// once when stored; the other kernels take halves as float32 copies: halves.py). Layouts: see
+// each kernel.
 
 inline T group_sum(T v, __local T* scratch)
 {
@@ -164,28 +167,28 @@ __kernel void column_total(__global T* out, __global const T* partial, const lay
 // ---- causal softmax (layout: rows, L, S, 0) --------------------------------------------------
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void causal_softmax(__global T* out, __global const T* x, const T scale, const layout_t L)
+void causal_softmax(__global P* out, __global const P* x, const T scale, const layout_t L)
 {
     __local T scratch[WG];
     const IDX r = get_group_id(0), S = L.v[2];
     const int t = get_local_id(0);
     const IDX i = r % L.v[1];
     const IDX keep = i + 1 < S ? i + 1 : S;
-    __global const T* row = x + r * S;
-    T m = row[0] * scale;  // key 0 is always kept: every item starts from it
+    __global const P* row = x + r * S;
+    T m = LD_P(row, 0) * scale;  // key 0 is always kept: every item starts from it
     for (IDX j = t; j < keep; j += WG)
-        m = max_(m, row[j] * scale);
+        m = max_(m, LD_P(row, j) * scale);
     m = group_max(m, scratch);
     T s = 0;
     for (IDX j = t; j < keep; j += WG)
-        s += exp(row[j] * scale - m);
+        s += exp(LD_P(row, j) * scale - m);
     s = group_sum(s, scratch);
     for (IDX j = t; j < S; j += WG)
-        out[r * S + j] = j < keep ? exp(row[j] * scale - m) / s : (T)0;
+        ST_P(out, r * S + j, j < keep ? exp(LD_P(row, j) * scale - m) / s : (T)0);
 }
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void causal_softmax_grad(__global T* grad_x, __global const T* grad, __global const T* out,
+void causal_softmax_grad(__global P* grad_x, __global const P* grad, __global const P* out,
                          const T scale, const layout_t L)
 {
     __local T scratch[WG];
@@ -195,16 +198,17 @@ void causal_softmax_grad(__global T* grad_x, __global const T* grad, __global co
     const IDX keep = i + 1 < S ? i + 1 : S;
     T s = 0;
     for (IDX j = t; j < keep; j += WG)
-        s += grad[r * S + j] * out[r * S + j];
+        s += LD_P(grad, r * S + j) * LD_P(out, r * S + j);
     s = group_sum(s, scratch);
     for (IDX j = t; j < S; j += WG)
-        grad_x[r * S + j] = j < keep ? (out[r * S + j] * (grad[r * S + j] - s)) * scale : (T)0;
+        ST_P(grad_x, r * S + j,
+             j < keep ? (LD_P(out, r * S + j) * (LD_P(grad, r * S + j) - s)) * scale : (T)0);
 }
 
 // ---- dropout_mask: out[i] = scale where splitmix64(seed + (i + 1) * golden) >> 40 reaches
 // threshold, else 0 (ndlite/device/transformer_fallbacks.py) ------------------------------------
 
-__kernel void dropout_mask(__global T* out, const ulong seed, const ulong threshold,
+__kernel void dropout_mask(__global P* out, const ulong seed, const ulong threshold,
                            const T scale, const long n)
 {
     const long i = get_global_id(0);
@@ -214,5 +218,5 @@ __kernel void dropout_mask(__global T* out, const ulong seed, const ulong thresh
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9UL;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBUL;
     z = z ^ (z >> 31);
-    out[i] = (z >> 40) >= threshold ? scale : (T)0;
+    ST_P(out, i, (z >> 40) >= threshold ? scale : (T)0);
 }
