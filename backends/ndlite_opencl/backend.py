@@ -19,19 +19,7 @@ import pyopencl.tools as cl_tools
 
 from ndlite.device import Backend, DTypeError, OutOfMemoryError, ShapeError
 
-from . import (
-    conv,
-    devices,
-    elementwise,
-    halves,
-    indexing,
-    linalg,
-    mathops,
-    nn,
-    optim,
-    reduce,
-    transformer,
-)
+from . import conv, devices, elementwise, indexing, linalg, mathops, nn, optim, reduce, transformer
 from .array import (
     DTYPES,
     INT32_LIMIT,
@@ -45,11 +33,13 @@ from .array import (
     slice_view,
 )
 from .elementwise import apply, binary, scalar
+from .halves import IDS, fill_pattern, host_view, install
 from .kernels import STORAGE, KernelCache
 
 _MEMORY_ERRORS = ("MEM_OBJECT_ALLOCATION_FAILURE", "OUT_OF_RESOURCES", "OUT_OF_HOST_MEMORY",
                   "INVALID_BUFFER_SIZE")
 _BOOL = np.dtype(bool)
+_F16, _BF16 = IDS[0], IDS[-1]
 
 
 class OpenCLBackend(transformer.TransformerPaths, Backend):
@@ -86,7 +76,7 @@ class OpenCLBackend(transformer.TransformerPaths, Backend):
         self._layouts: dict[tuple, np.ndarray] = {}
         self._held_layouts: dict[object, dict] = {}
         self._local = (self.group,)
-        halves.install(self)
+        self._halves = False  # the float32 fallbacks of halves.py installed (at a first half)
 
     # ---- identity and capabilities ---------------------------------------------------------
 
@@ -130,6 +120,8 @@ class OpenCLBackend(transformer.TransformerPaths, Backend):
 
     def _new(self, shape: tuple, dtype: np.dtype, what: str = "empty") -> CLArray:
         n = numel(shape)
+        if not self._halves and (dtype is _F16 or dtype is _BF16):
+            self._halves = install(self)
         data = self._allocate(n * dtype.itemsize, (what, shape, dtype)) if n else None
         return CLArray(data, shape, dtype, wide=n > INT32_LIMIT)
 
@@ -184,7 +176,7 @@ class OpenCLBackend(transformer.TransformerPaths, Backend):
         array = np.asarray(array, dtype=dtype, order="C")  # (ascontiguousarray makes 0-d 1-d)
         out = self._new(array.shape, dtype, "from_numpy")
         if out.size:
-            cl.enqueue_copy(self.queue, out.data, halves.host(array), is_blocking=True)
+            cl.enqueue_copy(self.queue, out.data, host_view(array), is_blocking=True)
         return out
 
     def to_numpy(self, x: CLArray) -> np.ndarray:
@@ -193,7 +185,7 @@ class OpenCLBackend(transformer.TransformerPaths, Backend):
             return host
         if not x.contiguous:
             x = self.copy(x)
-        cl.enqueue_copy(self.queue, halves.host(host), x.data,
+        cl.enqueue_copy(self.queue, host_view(host), x.data,
                         src_offset=x.offset * x.dtype.itemsize,
                         is_blocking=True)
         return host
@@ -210,7 +202,7 @@ class OpenCLBackend(transformer.TransformerPaths, Backend):
 
     def _fill(self, out: CLArray, value) -> None:
         """Fill a contiguous `out` with one value."""
-        pattern = halves.pattern(value, out.dtype) if out.dtype in STORAGE \
+        pattern = fill_pattern(value, out.dtype) if out.dtype in STORAGE \
             else np.asarray(scalar(value, out.dtype))
         cl.enqueue_fill_buffer(self.queue, out.data, pattern, out.offset * out.dtype.itemsize,
                                out.size * out.dtype.itemsize)

@@ -31,10 +31,17 @@ FALLBACK = tuple(n for n in CONTRACTIONS if n not in NATIVE) + ("max_pool2d",)
 _FLOAT32 = np.dtype("float32")
 
 
-def install(b) -> None:
-    """Wrap `b`'s FALLBACK methods (as instance attributes) with `in_float32`."""
+#: the halves' dtypes, tested by identity (the backend's dtypes are DTYPES' own objects)
+IDS = tuple(STORAGE)
+
+
+def install(b) -> bool:
+    """Wrap `b`'s FALLBACK methods (as instance attributes) with `in_float32`. The backend
+    calls this when it makes its first half buffer, so that a program without halves does
+    not pay the wrappers' dtype test (about 1 us a call)."""
     for name in FALLBACK:
         setattr(b, name, in_float32(b, getattr(b, name), name))
+    return True
 
 
 def core(b, fallback, *args):
@@ -89,16 +96,16 @@ def in_float32(b, fn, name: str):
     return call
 
 
-def host(array: np.ndarray) -> np.ndarray:
+def host_view(array: np.ndarray) -> np.ndarray:
     """A host array as PyOpenCL can copy it: a half as its 16-bit patterns."""
     return array.view(np.uint16) if array.dtype in STORAGE else array
 
 
-def pattern(value, dtype: np.dtype) -> np.ndarray:
+def fill_pattern(value, dtype: np.dtype) -> np.ndarray:
     """A fill pattern: `value` rounded once to the half, as its bits (its kernels take numbers
     as float32, a fill takes bytes)."""
     with np.errstate(over="ignore"):
-        return host(np.asarray(value).astype(dtype))
+        return host_view(np.asarray(value).astype(dtype))
 
 
 def bits(x: CLArray) -> CLArray:

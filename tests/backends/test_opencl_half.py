@@ -266,3 +266,14 @@ def test_causal_softmax_and_dropout_of_halves_are_the_float32_kernels_rounded_on
     assert_bitwise(mask, b.to_numpy(b.dropout_mask((40, 3), 0.3, 11, F32)).astype(dtype))
     for name in ("causal_softmax", "causal_softmax_grad", "dropout_mask"):
         assert name not in vars(b)  # the half kernels, not the float32 fallback
+
+
+def test_the_float32_fallbacks_are_installed_at_the_first_half_buffer(b):
+    fresh = type(b)(str(b.index))
+    one = fresh.full((2, 2), 1.0, F32)
+    fresh.matmul(one, one)
+    assert "matmul" not in vars(fresh)  # a float32 program pays no dtype test
+    mask = fresh.dropout_mask((2, 2), 0.5, 3, HALF[-1])  # a half made from a dtype argument
+    assert "matmul" in vars(fresh) and "sum" not in vars(fresh)
+    got = fresh.to_numpy(fresh.matmul(mask, fresh.astype(one, HALF[-1])))
+    assert got.dtype == HALF[-1]
