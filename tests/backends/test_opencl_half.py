@@ -277,3 +277,24 @@ def test_the_float32_fallbacks_are_installed_at_the_first_half_buffer(b):
     assert "matmul" in vars(fresh) and "sum" not in vars(fresh)
     got = fresh.to_numpy(fresh.matmul(mask, fresh.astype(one, HALF[-1])))
     assert got.dtype == HALF[-1]
+
+
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_layer_norm_and_embedding_grad_of_halves_are_the_float32_kernels_rounded_once(b, dtype):
+    x, w, bias, g = draw(dtype, 6, 10), draw(dtype, 10), draw(dtype, 10), draw(dtype, 6, 10)
+
+    def run(cast):
+        dev = [b.from_numpy(v.astype(cast)) for v in (x, w, bias, g)]
+        y, mean, rstd = b.layer_norm(dev[0], dev[1], dev[2], 1e-5)
+        grads = b.layer_norm_grad(dev[3], dev[0], dev[1], mean, rstd, True)
+        rows = b.embedding_grad(dev[3], b.from_numpy(np.array([2, 0, 2, 1, 2, 0])), 4)
+        return [b.to_numpy(v) for v in (y, mean, rstd, *grads, rows)]
+
+    half, wide = run(dtype), run(F32)
+    for i, (h, f) in enumerate(zip(half, wide, strict=True)):
+        if i in (1, 2):  # mean and rstd stay float32, as PyTorch keeps them
+            np.testing.assert_array_equal(h.view(np.uint32), f.view(np.uint32))
+        else:
+            assert_bitwise(h, f.astype(dtype))
+    for name in ("layer_norm", "layer_norm_grad", "embedding_grad"):
+        assert name not in vars(b)
