@@ -1,16 +1,16 @@
 """float16 and bfloat16 on the OpenCL backend: stored in half, computed in float32.
 
-The elementwise `map` kernel, the reductions, log_softmax, the transformer paths (layer_norm,
-causal_softmax, embedding_grad, dropout_mask) and the fused optimizer steps read and write
-halves themselves, through the LOAD/STORE macros of kernels/common.cl (kernels.slot): each
-value is computed in float and rounded once when stored, so + - * / sqrt are the correctly
-rounded half results, bitwise as the NumPy reference; sums accumulate in float32. `gather`
-and `put` move a half's bits as ushort (indexing.py). The other kernel families (gemm, conv,
-pooling, nll_loss) are not written for halves: `install` wraps them so a half call converts
-its half buffers to float32 (one `map` launch each), runs the float32 kernel and rounds the
-results once to the half: PyTorch's rule and ndlite.device.halfmath's, at the cost of the
-conversions. Where a native path takes the core's fallback (views, sizes its kernel does not
-take), `core` runs that on float32 copies too.
+The elementwise `map` kernel, the reductions, log_softmax and nll_loss, the transformer paths
+(layer_norm, causal_softmax, embedding_grad, dropout_mask) and the fused optimizer steps read
+and write halves themselves, through the LOAD/STORE macros of kernels/common.cl
+(kernels.slot): each value is computed in float and rounded once when stored, so + - * / sqrt
+are the correctly rounded half results, bitwise as the NumPy reference; sums accumulate in
+float32. `gather` and `put` move a half's bits as ushort (indexing.py). The other kernel
+families (gemm, conv, pooling) are not written for halves: `install` wraps them so a half
+call converts its half buffers to float32 (one `map` launch each), runs the float32 kernel and
+rounds the results once to the half: PyTorch's rule and ndlite.device.halfmath's, at the cost
+of the conversions. Where a native path takes the core's fallback (views, sizes its kernel
+does not take), `core` runs that on float32 copies too.
 """
 
 from __future__ import annotations
@@ -22,9 +22,10 @@ from ndlite.device.halfmath import CONTRACTIONS, IN_PLACE, KEEP_FLOAT32
 from .array import CLArray
 from .kernels import STORAGE
 
-#: computed natively in half (the map kernel, the reductions, the transformer paths)
+#: computed natively in half (the map kernel, the reductions, the transformer paths, losses)
 NATIVE = ("sum", "erf", "math", "math2", "log_softmax", "causal_softmax", "causal_softmax_grad",
-          "dropout_mask", "layer_norm", "layer_norm_grad", "embedding_grad")
+          "dropout_mask", "layer_norm", "layer_norm_grad", "embedding_grad", "nll_loss",
+          "nll_loss_grad")
 #: the backend methods that run on float32 copies of their half buffers (the optimizer steps
 #: are native: optim.py)
 FALLBACK = tuple(n for n in CONTRACTIONS if n not in NATIVE) + ("max_pool2d",)

@@ -298,3 +298,21 @@ def test_layer_norm_and_embedding_grad_of_halves_are_the_float32_kernels_rounded
             assert_bitwise(h, f.astype(dtype))
     for name in ("layer_norm", "layer_norm_grad", "embedding_grad"):
         assert name not in vars(b)
+
+
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+@pytest.mark.parametrize("reduction", ["none", "sum", "mean"])
+def test_nll_loss_of_halves_is_the_float32_kernel_rounded_once(b, dtype, reduction):
+    x, target = draw(dtype, 9, 5, scale=3), np.array([0, 4, -100, 2, 2, 1, 3, -100, 4])
+    grad = draw(dtype, 9) if reduction == "none" else np.ones((), dtype) * 0.7
+
+    def run(cast):
+        labels = b.from_numpy(target)
+        loss = b.nll_loss(b.from_numpy(x.astype(cast)), labels, -100, reduction)
+        back = b.nll_loss_grad(b.from_numpy(np.asarray(grad).astype(cast)), labels, 5, -100,
+                               reduction)
+        return b.to_numpy(loss), b.to_numpy(back)
+
+    for h, f in zip(run(dtype), run(F32), strict=True):
+        assert_bitwise(h, f.astype(dtype))
+    assert "nll_loss" not in vars(b) and "nll_loss_grad" not in vars(b)
