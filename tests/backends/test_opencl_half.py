@@ -316,3 +316,19 @@ def test_nll_loss_of_halves_is_the_float32_kernel_rounded_once(b, dtype, reducti
     for h, f in zip(run(dtype), run(F32), strict=True):
         assert_bitwise(h, f.astype(dtype))
     assert "nll_loss" not in vars(b) and "nll_loss_grad" not in vars(b)
+
+
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_every_half_converts_and_random_float32_bits_round_as_numpy(b, dtype):
+    every = np.arange(2**16, dtype=np.uint16).view(dtype)
+    wide = b.to_numpy(b.astype(b.from_numpy(every), F32))
+    want = every.astype(F32)
+    same = (wide.view(np.uint32) == want.view(np.uint32)) | (np.isnan(wide) & np.isnan(want))
+    assert same.all()
+    patterns = np.random.default_rng(5).integers(0, 2**32, 2**20, dtype=np.uint64)
+    x = patterns.astype(np.uint32).view(F32)
+    x = x[~np.isnan(x)]  # NaN payloads: special() checks those that NumPy makes
+    with np.errstate(over="ignore"):
+        assert_bitwise(b.to_numpy(b.astype(b.from_numpy(x), dtype)), x.astype(dtype))
+        small = (x / np.float32(2**100)).astype(F32)  # the half subnormals and their ties
+        assert_bitwise(b.to_numpy(b.astype(b.from_numpy(small), dtype)), small.astype(dtype))
