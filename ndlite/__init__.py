@@ -16,6 +16,7 @@ import builtins
 
 from . import (
     accelerator,
+    amp,
     autograd,
     backends,
     cuda,
@@ -28,6 +29,7 @@ from . import (
     optim,
     utils,
 )
+from .amp import autocast, get_autocast_dtype, is_autocast_enabled
 from .autograd import grad_of as grad
 from .autograd import value_and_grad
 from .creation import (

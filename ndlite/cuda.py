@@ -33,6 +33,7 @@ import time
 
 import numpy as np
 
+from .amp import cuda as amp  # noqa: F401 - torch.cuda.amp: autocast, GradScaler
 from .creation import tensor
 from .device.registry import current_backend, get_backend
 from .dtypes import bfloat16

@@ -84,9 +84,21 @@ def _cast_to(name: str):
     return lambda self: self.to(as_dtype(name))
 
 
-def _contiguous(self) -> Tensor:
-    """Self (ndlite keeps layouts internal to each backend)."""
-    return self
+def _contiguous(self, memory_format=None) -> Tensor:
+    """self where its elements lie in row-major order in memory, else a row-major copy (so
+    `.view()` works after it, as PyTorch's `x.transpose(1, 2).contiguous().view(...)`)."""
+    if self.ndim <= 1:
+        return self
+    flat = _m.reshape(self, (self.numel(),))
+    return self if flat._view is not None else _m.reshape(flat, self.shape)
+
+
+def _is_contiguous(self, memory_format=None) -> bool:
+    """Whether `self.view(-1)` would need no copy (its elements in row-major order)."""
+    if self.ndim <= 1:
+        return True
+    with autograd.no_grad():
+        return _m.reshape(self, (self.numel(),))._view is not None
 
 
 def _new(fill):
@@ -153,7 +165,8 @@ METHODS = {
     "half": _cast_to("float16"), "bfloat16": _cast_to("bfloat16"),
     "int": _cast_to("int32"), "bool": _cast_to("bool"), "type": _type,
     "astype": _c.astype, "clone": _e.clone, "contiguous": _contiguous,
-    "pin_memory": _contiguous, "is_pinned": lambda self: False,
+    "is_contiguous": _is_contiguous, "pin_memory": lambda self: self,
+    "is_pinned": lambda self: False,
     "backward": autograd.backward,
     # arithmetic and comparison operators (reflected forms swap the operands)
     "__add__": _b.add, "__radd__": _b.add, "__sub__": _b.sub, "__rsub__": _b.rsub,

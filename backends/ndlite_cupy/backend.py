@@ -111,14 +111,14 @@ def _pin_fp32_matmul() -> None:
 
 
 #: primitives that are the backend's own kernels (kernels/), bound as instance attributes
-_KERNEL_PRIMITIVES = ("add", "sub", "mul", "div", "pow", "maximum", "minimum",
-                      "eq", "ne", "lt", "le", "gt", "ge", "relu", "sigmoid", "erf")
+_KERNEL_PRIMITIVES = ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne",
+                      "lt", "le", "gt", "ge", "relu", "sigmoid", "erf", "gelu", "gelu_grad")
 
 #: every primitive and fast path of the contract (what runs on a device)
-_PRIMITIVES = tuple(sorted(
-    name for name, value in vars(Backend).items()
+_PRIMITIVES = tuple(sorted({
+    name for klass in Backend.__mro__ for name, value in vars(klass).items()
     if callable(value) and not name.startswith("_") and name != "device_name"
-))
+}))
 
 
 def _on_device(fn, device):
@@ -169,10 +169,10 @@ class CupyBackend(XpBackend):
         self._kernels = k = kernels()
         for name in _KERNEL_PRIMITIVES:
             setattr(self, name, getattr(k, name))
-        from . import blas, nn, optim, transformer
+        from . import blas, columns, nn, optim, transformer
 
         self._indexing, self._blas, self._nn, self._optim = indexing, blas, nn, optim
-        self._transformer = transformer
+        self._transformer_kernels, self._columns = transformer, columns
         half.install(self, cupy, _KERNEL_PRIMITIVES)  # float16/bfloat16 through float32
         if switch_device is None:
             switch_device = index != cupy.cuda.runtime.getDevice()
@@ -264,8 +264,11 @@ class CupyBackend(XpBackend):
     def matmul(self, a, b):
         if a.dtype in HALF and (a.ndim < 2 or b.ndim < 2):
             return half.vector_matmul(self, a, b)
-        if self._recording is not None:  # CuPy refuses its own cuBLAS calls in a capture
-            return self._blas.capturable_matmul(a, b)
+        if a.ndim > 2 and b.ndim == 2 and a.size and a.flags.c_contiguous:  # one GEMM,
+            out = self.matmul(a.reshape(-1, a.shape[-1]), b)  # not a batch of small ones
+            return out.reshape(a.shape[:-1] + (b.shape[1],))
+        if self._recording is not None or a.dtype in HALF:  # CuPy refuses cuBLAS calls in a
+            return self._blas.capturable_matmul(a, b)  # capture and has no bfloat16 product
         return self.xp.matmul(a, b)
 
     # ---- reductions ------------------------------------------------------------------------
@@ -273,6 +276,9 @@ class CupyBackend(XpBackend):
     def sum(self, x, axes, keepdims):
         if not axes:  # NumPy reduces nothing, but sums bool and int32 to int64 all the same
             return x.astype(np.int64) if x.dtype.kind in "biu" else x.copy()
+        k = self._columns.leading(x, axes)
+        if k:  # over leading axes (bias gradients): blocked kernels, in double
+            return self._columns.column_sum(x, k, keepdims)
         if x.dtype == np.float32:  # accumulate in float64: accurate along any axis
             return x.sum(axis=axes, keepdims=keepdims, dtype=np.float64).astype(np.float32)
         return x.sum(axis=axes, keepdims=keepdims)
@@ -343,26 +349,11 @@ class CupyBackend(XpBackend):
         return self._nn.nll_loss_grad(self, grad_output, target, classes, ignore_index,
                                       reduction)
 
-    # transformer fast paths (transformer.py)
-    def embedding_grad(self, grad, index, num_rows):
-        return self._transformer.embedding_grad(self, grad, index, num_rows)
-
-    def layer_norm(self, x, weight, bias, eps):
-        return self._transformer.layer_norm(self, x, weight, bias, eps)
-
-    def layer_norm_grad(self, grad, x, weight, mean, rstd, bias):
-        return self._transformer.layer_norm_grad(self, grad, x, weight, mean, rstd, bias)
-
-    def causal_softmax(self, x, scale):
-        return self._transformer.causal_softmax(self, x, scale)
-
-    def causal_softmax_grad(self, grad, out, scale):
-        return self._transformer.causal_softmax_grad(self, grad, out, scale)
-
+    # the transformer paths come from Backend, on transformer.py (`_transformer_kernels`)
     def dropout_mask(self, shape, p, seed, dtype):
         if self._recording is not None:  # a replay would reuse the recorded seed's mask
             raise graph.refused("dropout")
-        return self._transformer.dropout_mask(self, shape, p, seed, dtype)
+        return self._transformer_kernels.dropout_mask(self, shape, p, seed, dtype)
 
     def sgd_step(self, param, grad, momentum_buffer, lr, momentum, dampening, nesterov,
                  weight_decay, first_step):

@@ -52,6 +52,10 @@ def _cublas():
     i, p = ctypes.c_int, ctypes.c_void_p
     lib.cublasGemmEx.argtypes = [p, i, i, i, i, i, p, p, i, i, p, i, i, p, p, i, i, i, i]
     lib.cublasGemmEx.restype = ctypes.c_int
+    ll = ctypes.c_longlong
+    lib.cublasGemmStridedBatchedEx.argtypes = [p, i, i, i, i, i, p, p, i, i, ll, p, i, i, ll, p,
+                                               p, i, i, ll, i, i, i]
+    lib.cublasGemmStridedBatchedEx.restype = ctypes.c_int
     return lib
 
 
@@ -101,9 +105,40 @@ def matmul(a, b, out=None):
     return out
 
 
+def batched_matmul(a, b):
+    """a (..., N, K) @ b (..., K, M), batch dims broadcast, of one dtype of TYPES, as one
+    cublasGemmStridedBatchedEx (CuPy's matmul has no bfloat16 path): row-major products as
+    column-major ones of the transposes, out^T = b^T a^T, each batch at its own stride."""
+    batch = tuple(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]))
+    (n, k), m = a.shape[-2:], b.shape[-1]
+    a = cupy.ascontiguousarray(cupy.broadcast_to(a, batch + (n, k)))
+    b = cupy.ascontiguousarray(cupy.broadcast_to(b, batch + (k, m)))
+    out = cupy.empty(batch + (n, m), dtype=a.dtype)
+    if out.size == 0 or k == 0:
+        out.fill(0)
+        return out
+    data_type, compute, scalar = TYPES[a.dtype]
+    lib = _cublas()
+    handle = cupy.cuda.device.get_cublas_handle()
+    status = lib.cublasSetStream_v2(handle, cupy.cuda.get_current_stream().ptr)
+    if status == 0:
+        one, zero = scalar(1), scalar(0)
+        status = lib.cublasGemmStridedBatchedEx(
+            handle, 0, 0, m, n, k, ctypes.byref(one), b.data.ptr, data_type, m, k * m,
+            a.data.ptr, data_type, k, n * k, ctypes.byref(zero), out.data.ptr, data_type, m,
+            n * m, int(np.prod(batch, dtype=np.int64)), compute,
+            _algorithm(cupy.cuda.runtime.getDevice()))
+    if status != 0:
+        raise RuntimeError(f"cupy: cublasGemmStridedBatchedEx of shapes {a.shape} and {b.shape} "
+                           f"failed with cuBLAS status {status}")
+    return out
+
+
 def capturable_matmul(a, b):
     """The backend's matmul while a graph is recorded: 2-D float products through `matmul`,
     anything else through cupy.matmul (whose cuBLAS calls CuPy refuses in a capture)."""
     if a.ndim == 2 and b.ndim == 2 and a.dtype == b.dtype and a.dtype in TYPES:
         return matmul(a, b)
+    if a.dtype == b.dtype and a.dtype in TYPES and a.ndim >= 2 and b.ndim >= 2:
+        return batched_matmul(a, b)
     return cupy.matmul(a, b)

@@ -19,8 +19,9 @@ from ndlite.device.halfmath import CONTRACTIONS, IN_PLACE, SELECTIONS, compute_i
 from ndlite.dtypes import HALF
 
 #: CuPy's own ufuncs and reductions that run on float32 copies of halves as well: its bfloat16
-#: support is new (CuPy 14), and the signed zeros of max/min must stay the contract's
-BY_FLOAT32 = ("exp", "log", "sqrt", "tanh", "neg", "abs", "sign") + SELECTIONS
+#: support is new (CuPy 14: it sorts no bfloat16), and the signed zeros of max/min must stay
+#: the contract's
+BY_FLOAT32 = ("exp", "log", "sqrt", "tanh", "neg", "abs", "sign", "argsort") + SELECTIONS
 
 
 def halves(cupy) -> tuple:

@@ -42,7 +42,7 @@ _BOOL = np.dtype(bool)
 _F16, _BF16 = IDS[0], IDS[-1]
 
 
-class OpenCLBackend(transformer.TransformerPaths, Backend):
+class OpenCLBackend(Backend):
     """ndlite on an OpenCL device: `opencl`, `opencl:N`, `opencl:cpu`, `opencl:gpu`.
 
     >>> import ndlite
@@ -53,6 +53,7 @@ class OpenCLBackend(transformer.TransformerPaths, Backend):
 
     kind = "opencl"
     asynchronous = True
+    _transformer_kernels = transformer  # the transformer paths' kernels (Backend calls them)
 
     def __init__(self, device: str | None = None):
         self.index, self.device = devices.select(device)

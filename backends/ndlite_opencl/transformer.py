@@ -188,24 +188,3 @@ def dropout_mask(b, shape, p, seed, dtype):
                arith(dtype).type(1.0 / (1.0 - p)), np.int64(n)))
     return out
 
-
-class TransformerPaths:
-    """The transformer fast paths as methods, mixed into OpenCLBackend."""
-
-    def embedding_grad(self, grad, index, num_rows):
-        return embedding_grad(self, grad, index, num_rows)
-
-    def layer_norm(self, x, weight, bias, eps):
-        return layer_norm(self, x, weight, bias, eps)
-
-    def layer_norm_grad(self, grad, x, weight, mean, rstd, bias):
-        return layer_norm_grad(self, grad, x, weight, mean, rstd, bias)
-
-    def causal_softmax(self, x, scale):
-        return causal_softmax(self, x, scale)
-
-    def causal_softmax_grad(self, grad, out, scale):
-        return causal_softmax_grad(self, grad, out, scale)
-
-    def dropout_mask(self, shape, p, seed, dtype):
-        return dropout_mask(self, shape, p, seed, dtype)

@@ -13,7 +13,74 @@ from ..nn import functional as F
 from ..serialization import save
 
 DEFAULT_LR = {"rmsprop": 1e-3, "adam": 1e-3, "sgd": 0.05}
+AMP_DTYPES = {"bf16": "bfloat16", "fp16": "float16"}
 DEFAULT_OPTIMIZER = "adam"
+
+
+def add_amp_option(parser) -> None:
+    parser.add_argument("--amp", choices=sorted(AMP_DTYPES), default=None,
+                        help="mixed precision: matmuls and convolutions in bfloat16 or float16 "
+                             "under ndlite.autocast, parameters float32; fp16 scales the loss "
+                             "with a GradScaler (default: float32 throughout)")
+
+
+class Mixed:
+    """What --amp asks for: the autocast region every forward runs in, and the backward and
+    optimizer step (through a GradScaler for fp16). Without --amp, plain float32."""
+
+    def __init__(self, amp: str | None, backend):
+        from ..amp import GradScaler
+        from ..device.registry import Device
+        from ..dtypes import as_dtype
+
+        self.name = amp
+        self.dtype = as_dtype(AMP_DTYPES[amp]) if amp else None
+        self.device = Device.of(backend).type
+        self.scaler = GradScaler(self.device, enabled=amp == "fp16")
+
+    @staticmethod
+    def problem(amp: str | None, backend) -> str:
+        """Why --amp cannot run on `backend` ("" when it can)."""
+        from ..dtypes import as_dtype
+        from ..errors import DTypeError
+
+        if amp is None:
+            return ""
+        try:
+            dtype = as_dtype(AMP_DTYPES[amp])
+        except DTypeError as exc:
+            return f"--amp {amp}: {exc}"
+        if dtype not in backend.dtypes:
+            return f"--amp {amp}: backend {backend.name} has no {dtype}"
+        return ""
+
+    def region(self):
+        from ..amp import autocast
+
+        return autocast(self.device, dtype=self.dtype, enabled=self.dtype is not None)
+
+    def backward_step(self, loss, optimizer) -> None:
+        self.scaler.scale(loss).backward()
+        self.scaler.step(optimizer)
+        self.scaler.update()
+
+    def describe(self) -> str:
+        if self.name is None:
+            return "float32"
+        return f"amp {self.name}" + (" with a GradScaler" if self.scaler.is_enabled() else "")
+
+
+def mixed_step(model, optimizer, mixed: Mixed):
+    """One training step (NLL loss) with the forward under autocast: `train_epoch`'s step."""
+
+    def step(x, y):
+        optimizer.zero_grad()
+        with mixed.region():
+            loss = F.nll_loss(model(x), y)
+        mixed.backward_step(loss, optimizer)
+        return loss
+
+    return step
 
 
 def make_optimizer(name: str, params, lr: float, weight_decay: float):

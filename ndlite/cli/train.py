@@ -24,8 +24,11 @@ from . import train_gpt, train_parallel
 from .steps import (
     DEFAULT_LR,
     DEFAULT_OPTIMIZER,
+    Mixed,
+    add_amp_option,
     evaluate,
     make_optimizer,
+    mixed_step,
     save_checkpoint,
     train_epoch,
 )
@@ -76,6 +79,7 @@ def add_parser(sub) -> None:
                    help="cupy only: record one training step as a CUDA graph and replay it "
                         "for every full batch (ndlite.cuda.Trainer)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_amp_option(p)
     p.add_argument("--nproc", type=int, default=1, metavar="N",
                    help="train data-parallel on N ranks of this host (MPI on CPUs, NCCL for "
                         "cupy); --batch-size stays the global batch")
@@ -112,6 +116,8 @@ def _invalid(args, lr: float) -> str:
         return "use either --subset or --data-dir, not both"
     if args.log_every <= 0:
         return f"--log-every must be positive, got {args.log_every}"
+    if args.amp and (args.graph or args.nproc > 1):
+        return "--amp does not combine with --graph or --nproc yet"
     if args.plot:
         from .metrics import matplotlib_missing
 
@@ -157,7 +163,8 @@ def _fit(args, model, optimizer, backend, train_set, test_set, log) -> list[dict
                               backend="numpy" if args.graph else backend)
     test_loader = DataLoader(test_set, 1000, backend=backend)
     schedule = _schedule(args.lr_schedule, optimizer, args.epochs)
-    step = None
+    mixed = Mixed(args.amp, backend)
+    step = mixed_step(model, optimizer, mixed) if args.amp else None
     if args.graph:
         from ..cuda import Trainer
         from ..nn import functional as F
@@ -170,7 +177,8 @@ def _fit(args, model, optimizer, backend, train_set, test_set, log) -> list[dict
         log.epoch_started(epoch)
         stats = train_epoch(model, train_loader, optimizer, bar, on_step=log.step, step=step)
         bar.close()
-        accuracy = evaluate(model, test_loader)
+        with mixed.region():
+            accuracy = evaluate(model, test_loader)
         stats.update(epoch=epoch, test_accuracy=accuracy,
                      images_per_second=stats["images"] / stats["seconds"])
         history.append(stats)
@@ -224,6 +232,8 @@ def run(args) -> int:
         return _fail(str(exc).splitlines()[0])
     if args.graph and backend.kind != "cupy":
         return _fail(f"--graph needs the cupy backend, not {backend.name}")
+    if Mixed.problem(args.amp, backend):
+        return _fail(Mixed.problem(args.amp, backend))
     try:
         train_set, test_set = _datasets(args)
     except MNISTError as exc:
@@ -234,7 +244,7 @@ def run(args) -> int:
     source = "the bundled subset" if args.subset else train_set.root
     print(f"training the seed CNN on {len(train_set)} MNIST digits from {source}, testing on "
           f"{len(test_set)}; backend {backend.name}, {args.optimizer} lr {lr}, batch "
-          f"{args.batch_size}")
+          f"{args.batch_size}" + (f", {Mixed(args.amp, backend).describe()}" if args.amp else ""))
     log = MetricsLog(args.metrics, args.log_every, len(train_set))
     try:
         history = _fit(args, model, optimizer, backend, train_set, test_set, log)

@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 from ..serialization import save
-from .steps import fail
+from .steps import Mixed, add_amp_option, fail
 
 #: the lecture's model, and one a CPU trains in minutes; explicit options override either
 PRESETS = {
@@ -66,6 +66,7 @@ def add_parser(tasks) -> None:
     p.add_argument("--json", default=None, metavar="PATH",
                    help="write the run (arguments, device, every report, the sample) as JSON")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_amp_option(p)
     p.set_defaults(run=run)
 
 
@@ -89,13 +90,16 @@ def _invalid(config: dict) -> str:
     return ""
 
 
-def estimate_loss(model, data, config: dict, rng, backend) -> dict:
-    """Mean loss over eval_iters random batches of each split, in eval mode."""
+def estimate_loss(model, data, config: dict, rng, backend, mixed=None) -> dict:
+    """Mean loss over eval_iters random batches of each split, in eval mode (under --amp's
+    autocast region when given)."""
+    from contextlib import nullcontext
+
     from ..graph import no_grad
 
     model.eval()
     out = {}
-    with no_grad():
+    with no_grad(), (mixed.region() if mixed is not None else nullcontext()):
         for split in ("train", "val"):
             losses = [model(*data.batch(split, config["batch_size"], config["block_size"], rng,
                                         backend))[1].item()
@@ -109,13 +113,14 @@ def _train(model, optimizer, data, config, args, backend, log) -> list[dict]:
     """The steps, with a report every eval_interval steps and at the end."""
     from tqdm import tqdm
 
+    mixed = Mixed(args.amp, backend)
     rng = np.random.default_rng(args.seed)
     eval_rng = np.random.default_rng(args.seed + 1)
     reports, started = [], time.perf_counter()
     bar = tqdm(range(config["steps"]), unit="step", disable=args.no_progress, file=sys.stderr)
     for step in bar:
         if step % config["eval_interval"] == 0 or step == config["steps"] - 1:
-            losses = estimate_loss(model, data, config, eval_rng, backend)
+            losses = estimate_loss(model, data, config, eval_rng, backend, mixed)
             report = {"step": step, **losses, "elapsed_s": round(time.perf_counter() - started, 2)}
             reports.append(report)
             log(report)
@@ -125,10 +130,10 @@ def _train(model, optimizer, data, config, args, backend, log) -> list[dict]:
                 bar.write(f"validation loss {losses['val']:.4f} <= {args.stop_at}: stopping")
                 break
         x, y = data.batch("train", config["batch_size"], config["block_size"], rng, backend)
-        _, loss = model(x, y)
+        with mixed.region():
+            _, loss = model(x, y)
         optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
+        mixed.backward_step(loss, optimizer)
         if step % 10 == 0:
             bar.set_postfix(loss=f"{loss.item():.4f}", refresh=False)
     bar.close()
@@ -150,6 +155,8 @@ def run(args) -> int:
         data = CharText.from_file(args.data) if args.data else CharText.bundled()
     except (BackendUnavailableError, ValueError, KeyError, OSError) as exc:
         return fail(str(exc).splitlines()[0])
+    if Mixed.problem(args.amp, backend):
+        return fail(Mixed.problem(args.amp, backend))
     ndlite.manual_seed(args.seed)
     model = ndlite.nn.GPT(data.vocab_size, config["block_size"], config["n_layer"],
                           config["n_head"], config["n_embd"], config["dropout"]).to(backend)
@@ -159,7 +166,8 @@ def run(args) -> int:
           f"{config['n_embd']}, {config['n_head']} heads, context {config['block_size']}) on "
           f"{len(data.data):,} characters of {args.data or 'the bundled sample'} "
           f"(vocabulary {data.vocab_size}); backend {backend.name}, batch "
-          f"{config['batch_size']}, AdamW lr {config['lr']}", flush=True)
+          f"{config['batch_size']}, AdamW lr {config['lr']}, "
+          f"{Mixed(args.amp, backend).describe()}", flush=True)
     metrics = open(args.metrics, "w") if args.metrics else None  # noqa: SIM115
 
     def log(report):
@@ -197,10 +205,11 @@ def _write_outputs(args, model, optimizer, data, config, backend, reports, sampl
               "vocabulary": "".join(data.chars)}, args.save)
         print(f"saved the model, optimizer state and vocabulary to {args.save}")
     if args.json:
+        from ..benchmark import machine_info
+
         with open(args.json, "w") as f:
             json.dump({"command": " ".join(["ndlite", *sys.argv[1:]]),
-                       "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                        "config": config, "backend": backend.name,
-                       "device": backend.device_name(), "reports": reports,
-                       "sample": sample}, f, indent=2)
+                       "device": backend.device_name(), "machine": machine_info([backend]),
+                       "reports": reports, "sample": sample}, f, indent=2)
 

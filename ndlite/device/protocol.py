@@ -62,7 +62,7 @@ FAST_PATHS = (
     "log_softmax", "nll_loss", "nll_loss_grad",
     "sgd_step", "rmsprop_step", "adam_step", "math", "math2", "argsort", "cumulative",
     "embedding_grad", "layer_norm", "layer_norm_grad", "causal_softmax", "causal_softmax_grad",
-    "dropout_mask",
+    "dropout_mask", "gelu", "gelu_grad",
 )
 #: queries and abilities beyond computing, with defaults that do nothing
 CAPABILITIES = ("device_name", "info", "memory_in_use", "synchronize", "defer_host_check",

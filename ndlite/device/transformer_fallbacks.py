@@ -24,12 +24,18 @@ Conventions: everything is float; a "row" is the last dim. Each function takes t
   element is kept, 0 where dropped. Element i (row-major) is kept when the top 24 bits of
   splitmix64(seed + (i + 1) * 0x9E3779B97F4A7C15) are >= floor(p * 2^24): a counter-based
   draw, so every backend makes the same mask from one seed without moving it from the host,
-  and any element can be computed alone (the bits are exact integer arithmetic).
+  and any element can be computed alone (the bits are exact integer arithmetic);
+- gelu(x, approximate) -> x * Phi(x), Phi(x) = (erf(x / sqrt 2) + 1) / 2 ("none"), or
+  x * sigmoid(2 z), z = sqrt(2 / pi) (x + 0.044715 x^3) ("tanh"); gelu_grad(grad, x,
+  approximate) -> grad * (Phi(x) + x exp(-x^2 / 2) / sqrt(2 pi)), or for "tanh" grad * (s +
+  x s s' dz2) with s = sigmoid(2 z), s' = sigmoid(-2 z), dz2 = 2 sqrt(2 / pi) (1 + 3 * 0.044715
+  x^2): one pass each where a backend fuses them.
 """
 
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 
@@ -86,26 +92,60 @@ def dropout_mask(b, shape, p, seed, dtype):
     return b.from_numpy((keep * scale).astype(dtype).reshape(shape))
 
 
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+
+
+def gelu(b, x, approximate):
+    if approximate == "tanh":
+        z2 = b.mul(b.add(x, b.mul(b.mul(b.mul(x, x), x), 0.044715)), 2 * _SQRT_2_OVER_PI)
+        return b.mul(x, b.sigmoid(z2))
+    cdf = b.mul(b.add(b.erf(b.mul(x, 1 / math.sqrt(2.0))), 1), 0.5)
+    return b.mul(x, cdf)
+
+
+def gelu_grad(b, grad, x, approximate):
+    if approximate == "tanh":
+        z2 = b.mul(b.add(x, b.mul(b.mul(b.mul(x, x), x), 0.044715)), 2 * _SQRT_2_OVER_PI)
+        s, s_neg = b.sigmoid(z2), b.sigmoid(b.neg(z2))
+        d_z2 = b.mul(b.add(b.mul(b.mul(x, x), 3 * 0.044715), 1), 2 * _SQRT_2_OVER_PI)
+        return b.mul(grad, b.add(s, b.mul(b.mul(b.mul(x, s), s_neg), d_z2)))
+    cdf = b.mul(b.add(b.erf(b.mul(x, 1 / math.sqrt(2.0))), 1), 0.5)
+    pdf = b.mul(b.exp(b.mul(b.mul(x, x), -0.5)), 1 / math.sqrt(2.0 * math.pi))
+    return b.mul(grad, b.add(cdf, b.mul(x, pdf)))
+
+
 class TransformerPaths:
-    """The defaults of the transformer fast paths, mixed into the Backend base class."""
+    """The transformer fast paths, mixed into the Backend base class. Each calls the function
+    of its name in `_transformer_kernels`: this module (the fallbacks) unless a backend names
+    its own module of kernels (ndlite_cupy/transformer.py, ndlite_opencl/transformer.py), whose
+    functions take the backend first, as these do. gelu's are fallbacks here; a backend with a
+    fused kernel overrides the method."""
+
+    _transformer_kernels = sys.modules[__name__]
 
     def embedding_grad(self, grad, index, num_rows):
-        return embedding_grad(self, grad, index, num_rows)
+        return self._transformer_kernels.embedding_grad(self, grad, index, num_rows)
 
     def layer_norm(self, x, weight, bias, eps):
-        return layer_norm(self, x, weight, bias, eps)
+        return self._transformer_kernels.layer_norm(self, x, weight, bias, eps)
 
     def layer_norm_grad(self, grad, x, weight, mean, rstd, bias):
-        return layer_norm_grad(self, grad, x, weight, mean, rstd, bias)
+        return self._transformer_kernels.layer_norm_grad(self, grad, x, weight, mean, rstd, bias)
 
     def causal_softmax(self, x, scale):
-        return causal_softmax(self, x, scale)
+        return self._transformer_kernels.causal_softmax(self, x, scale)
 
     def causal_softmax_grad(self, grad, out, scale):
-        return causal_softmax_grad(self, grad, out, scale)
+        return self._transformer_kernels.causal_softmax_grad(self, grad, out, scale)
 
     def dropout_mask(self, shape, p, seed, dtype):
-        return dropout_mask(self, shape, p, seed, dtype)
+        return self._transformer_kernels.dropout_mask(self, shape, p, seed, dtype)
+
+    def gelu(self, x, approximate):
+        return gelu(self, x, approximate)
+
+    def gelu_grad(self, grad, x, approximate):
+        return gelu_grad(self, grad, x, approximate)
 
 
 def causal_mask(length: int, source: int) -> np.ndarray:

@@ -9,6 +9,7 @@ import numbers
 from ..creation import generator, manual_seed
 from ..dtypes import HALF, is_floating
 from ..errors import DTypeError
+from ..graph import mode
 from ..tensor import Tensor, _dim
 from . import samples
 from .cast import forward_in_float32
@@ -184,17 +185,16 @@ class Gelu(Op):
     @staticmethod
     @forward_in_float32  # in half, 1 + erf(x / sqrt 2) cancels to 0 below x = -3
     def forward(b, x, approximate):
-        if approximate == "tanh":
-            z2 = b.mul(b.add(x, b.mul(b.mul(b.mul(x, x), x), 0.044715)), 2 * _SQRT_2_OVER_PI)
-            return b.mul(x, b.sigmoid(z2))
-        cdf = b.mul(b.add(b.erf(b.mul(x, _INV_SQRT_2)), 1), 0.5)
-        return b.mul(x, cdf)
+        return b.gelu(x, approximate)  # a fast path; the fallback composes the formula
 
     @staticmethod
     def backward(node, grad):
         x = node.saved[0]
         if x.dtype in HALF:  # as the forward: the cancelling sums in float32, rounded once
             return Gelu.backward_of(x.float(), grad.float(), node.params).to(x.dtype)
+        if not mode.enabled:  # first order: the backend's fused gelu_grad
+            b = x._backend
+            return Tensor._make(b.gelu_grad(grad._data, x._data, node.params["approximate"]), b)
         return Gelu.backward_of(x, grad, node.params)
 
     @staticmethod

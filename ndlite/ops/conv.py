@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import numbers
 
+from ..amp_state import switch as amp
 from ..creation import zeros
 from ..dtypes import is_floating
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 from . import samples
+from .autocast import autocast_inputs
 from .dispatch import nary
 from .join import pad
 from .registry import SCALED, Op, Spec, implements, register
@@ -185,6 +187,8 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     (1, 2, 4, 4)
     """
     op = "conv2d"
+    if amp.on:  # before the dtype check: autocast casts input, weight and bias
+        input, weight, bias = autocast_inputs(Conv2d, (input, weight, bias))
     if input.ndim == 3:
         return conv2d(input.unsqueeze(0), weight, bias, stride, padding, dilation,
                       groups).squeeze(0)

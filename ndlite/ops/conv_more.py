@@ -18,6 +18,7 @@ from ..device.fallbacks import conv_output_size
 from ..dtypes import is_floating
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
+from .autocast import autocast_op
 from .conv import conv2d, conv2d_grad_input, pair, positive
 from .join import pad
 from .registry import Spec, declare
@@ -53,6 +54,7 @@ def _check_groups(op: str, groups) -> int:
     return int(groups)
 
 
+@autocast_op("conv1d")
 def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
            dilation=1, groups: int = 1) -> Tensor:
     """1-D convolution (cross-correlation) of input (N, C, L) or (C, L) with weight
@@ -109,6 +111,7 @@ def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     return out.squeeze(2)
 
 
+@autocast_op("conv_transpose2d")
 def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1,
                      padding=0, output_padding=0, groups: int = 1, dilation=1) -> Tensor:
     """2-D transposed convolution of input (N, C_in, H, W) or (C_in, H, W) with weight
@@ -197,6 +200,7 @@ def _fit(input: Tensor, size, kernel, stride, padding, dilation) -> Tensor:
     return pad(input, (0, extra[1], 0, extra[0]))
 
 
+@autocast_op("conv_transpose1d")
 def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1,
                      padding=0, output_padding=0, groups: int = 1, dilation=1) -> Tensor:
     """1-D transposed convolution of input (N, C_in, L) or (C_in, L) with weight

@@ -16,11 +16,13 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..amp_state import switch as amp
 from ..creation import tensor
 from ..dtypes import bool_, default_float, is_floating, promote_operands, scalar_dtype
 from ..errors import DeviceMismatchError, DTypeError, ShapeError
 from ..graph import attach, mode, record
 from ..tensor import Tensor
+from .autocast import autocast_inputs
 from .cast import astype
 
 _make = Tensor._make
@@ -97,6 +99,8 @@ def _dtype_rule(op, dtype, opname):
 
 def unary(op, x: Tensor, **params) -> Tensor:
     """Apply a one-input op."""
+    if amp.on:
+        x = autocast_inputs(op, (x,))[0]
     dtype = x._data.dtype
     if op.dtype_rule is not None:
         want = _dtype_rule(op, dtype, op.name)
@@ -111,6 +115,8 @@ def unary(op, x: Tensor, **params) -> Tensor:
 
 def binary(op, a, b) -> Tensor:
     """Apply a two-input op; either input may be a Python scalar (not both)."""
+    if amp.on:
+        a, b = autocast_inputs(op, (a, b))
     if type(a) is Tensor and type(b) is Tensor:
         da, db = a._data, b._data
         if a._backend is not b._backend:
@@ -160,6 +166,8 @@ def binary(op, a, b) -> Tensor:
 
 def nary(op, tensors, **params) -> Tensor:
     """Apply an op over a list of tensors that need no promotion (cat, stack, matmul, ...)."""
+    if amp.on:
+        tensors = autocast_inputs(op, tuple(tensors))
     backend = tensors[0]._backend
     for t in tensors:
         if t._backend is not backend:

@@ -4,11 +4,13 @@ fully connected layer)."""
 
 from __future__ import annotations
 
+from ..amp_state import switch as amp
 from ..dtypes import is_floating, promote
 from ..errors import DTypeError, ShapeError
 from ..graph import mode, record
 from ..tensor import Tensor
 from . import samples
+from .autocast import autocast_inputs
 from .dispatch import broadcast_shapes, cast, check_same_backend, nary, unbroadcast
 from .registry import ROUNDS_ONCE, SCALED, Op, Spec, declare, implements, register
 
@@ -92,6 +94,8 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
     >>> (ndlite.ones(5, 2, 3) @ ndlite.ones(3, 4)).shape
     (5, 2, 4)
     """
+    if amp.on:
+        a, b = autocast_inputs(Matmul, (a, b))
     a, b = _operands(a, b, "matmul")
     sa, sb = a._data.shape, b._data.shape
     if not sa or not sb:
@@ -169,6 +173,8 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     >>> ndlite.nn.functional.linear(ndlite.ones(4, 3), ndlite.ones(2, 3)).tolist()[0]
     [3.0, 3.0]
     """
+    if amp.on:
+        x, weight, bias = autocast_inputs(Linear, (x, weight, bias))
     tensors = [x, weight] if bias is None else [x, weight, bias]
     if weight.ndim != 2:
         raise ShapeError(f"linear: weight must be 2-D (out_features, in_features), got "

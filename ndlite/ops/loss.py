@@ -14,6 +14,7 @@ from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 from . import samples
 from .activation import log_softmax
+from .autocast import autocast_op
 from .binary import clamp, maximum
 from .dispatch import broadcast_shapes, check_same_backend, nary
 from .elementwise import where
@@ -155,6 +156,7 @@ def _nll(input: Tensor, target: Tensor, weight, ignore_index: int, reduction: st
     return loss.sum()
 
 
+@autocast_op("nll_loss")
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
              ignore_index: int = -100, reduction: str = "mean") -> Tensor:
     """The negative log-likelihood of class indices `target` (N,) or (N, d1, ...) under
@@ -174,6 +176,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
     return _nll(input, target, weight, ignore_index, reduction)
 
 
+@autocast_op("cross_entropy")
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
                   ignore_index: int = -100, reduction: str = "mean",
                   label_smoothing: float = 0.0) -> Tensor:
@@ -242,6 +245,7 @@ def _cross_entropy_probabilities(input, target, weight, reduction, label_smoothi
 # ---- regression and binary losses -------------------------------------------------------------
 
 
+@autocast_op("mse_loss")
 def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
     """Mean squared error (or summed, or per element).
 
@@ -258,6 +262,7 @@ def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
     return _reduce(diff * diff, reduction)
 
 
+@autocast_op("l1_loss")
 def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
     """Mean absolute error (or summed, or per element).
 
@@ -310,6 +315,7 @@ class BinaryCrossEntropy(Op):
         return grad_p, grad_t
 
 
+@autocast_op("binary_cross_entropy")
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
                          reduction: str = "mean") -> Tensor:
     """-w (t log(x) + (1 - t) log(1 - x)) for probabilities x in [0, 1]; each log is clamped
@@ -339,6 +345,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     return _reduce(loss, reduction)
 
 
+@autocast_op("binary_cross_entropy_with_logits")
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None,
                                      reduction: str = "mean",
                                      pos_weight: Tensor | None = None) -> Tensor:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ..errors import ShapeError
 from ..tensor import Tensor
+from .autocast import autocast_op
 from .cast import widened
 from .elementwise import where
 from .reduce import mean, sum
@@ -30,6 +31,7 @@ def _difference(input: Tensor, target: Tensor, op: str) -> Tensor:
     return input - target
 
 
+@autocast_op("smooth_l1_loss")
 def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
                    reduction: str = "mean", beta: float = 1.0) -> Tensor:
     """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (d = input - target)."""
@@ -41,6 +43,7 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None
                    "smooth_l1_loss")
 
 
+@autocast_op("huber_loss")
 def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean",
                delta: float = 1.0) -> Tensor:
     """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta)."""
@@ -63,6 +66,7 @@ def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None,
     return _reduce(loss, reduction, "kl_div")
 
 
+@autocast_op("cosine_similarity")  # outside widened: float32 in a region
 @widened
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
     """x1 . x2 / max(||x1|| ||x2||, eps) along dim."""

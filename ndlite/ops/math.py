@@ -14,6 +14,7 @@ import math as _math
 from ..dtypes import as_dtype, is_floating
 from ..errors import DTypeError
 from ..tensor import Tensor
+from .autocast import autocast_op
 from .dispatch import binary, unary, unbroadcast
 from .elementwise import where
 from .registry import EXACT, TRANSCENDENTAL, Spec, declare, define
@@ -123,16 +124,19 @@ def square(x: Tensor) -> Tensor:
     return x * x
 
 
+@autocast_op("reciprocal")
 def reciprocal(x: Tensor) -> Tensor:
     """1 / x"""
     return 1 / _float(x, "reciprocal")
 
 
+@autocast_op("rsqrt")
 def rsqrt(x: Tensor) -> Tensor:
     """1 / sqrt(x)"""
     return 1 / sqrt(_float(x, "rsqrt"))
 
 
+@autocast_op("softplus")
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """log(1 + exp(beta x)) / beta, and x itself where beta x > threshold (PyTorch's rule)."""
     x = _float(input, "softplus")

@@ -9,6 +9,7 @@ import math
 from ..dtypes import finfo, is_floating
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
+from .autocast import autocast_op
 from .cast import widened
 from .reduce import mean
 from .registry import Spec, declare
@@ -25,6 +26,7 @@ def _check_float(op: str, tensors) -> None:
             raise DTypeError(f"{op}: expected floating tensors, got {t.dtype}")
 
 
+@autocast_op("group_norm")  # outside widened: float32 in a region
 @widened
 def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
@@ -75,6 +77,7 @@ def normalized_dims(normalized_shape, input_shape: tuple, op: str) -> tuple:
     return shape
 
 
+@autocast_op("rms_norm")  # outside widened: float32 in a region
 @widened
 def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
              eps: float | None = None) -> Tensor:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from ..dtypes import is_floating
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
+from .autocast import autocast_op
 from .join import chunk, narrow, stack
 from .linalg import linear
 from .registry import TRANSCENDENTAL, Spec, declare
@@ -100,6 +101,7 @@ def _cell(mode: str, input: Tensor, hx, w_ih, w_hh, b_ih, b_hh):
     return step(mode, linear(input, w_ih, b_ih), state, w_hh, b_hh)
 
 
+@autocast_op("rnn_tanh_cell")
 def rnn_tanh_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih=None,
                   b_hh=None) -> Tensor:
     """One Elman RNN step: tanh(input W_ih^T + b_ih + hx W_hh^T + b_hh).
@@ -112,12 +114,14 @@ def rnn_tanh_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih=No
     return _cell("rnn_tanh", input, hx, w_ih, w_hh, b_ih, b_hh)
 
 
+@autocast_op("rnn_relu_cell")
 def rnn_relu_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih=None,
                   b_hh=None) -> Tensor:
     """One Elman RNN step with relu: relu(input W_ih^T + b_ih + hx W_hh^T + b_hh)."""
     return _cell("rnn_relu", input, hx, w_ih, w_hh, b_ih, b_hh)
 
 
+@autocast_op("lstm_cell")
 def lstm_cell(input: Tensor, hx, w_ih: Tensor, w_hh: Tensor, b_ih=None, b_hh=None) -> tuple:
     """One LSTM step: hx = (h, c), weights stacked in the gate order i, f, g, o; returns
     (h', c')."""
@@ -126,6 +130,7 @@ def lstm_cell(input: Tensor, hx, w_ih: Tensor, w_hh: Tensor, b_ih=None, b_hh=Non
     return _cell("lstm", input, hx, w_ih, w_hh, b_ih, b_hh)
 
 
+@autocast_op("gru_cell")
 def gru_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih=None,
              b_hh=None) -> Tensor:
     """One GRU step, weights stacked in the gate order r, z, n (PyTorch's formulas)."""

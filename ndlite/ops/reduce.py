@@ -11,10 +11,12 @@ import builtins
 from collections import namedtuple
 
 from .. import creation, graph
+from ..amp_state import switch as amp
 from ..dtypes import bool_, int64, is_floating
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor, _dim
 from . import samples
+from .autocast import autocast_inputs, autocast_op
 from .binary import maximum, minimum
 from .cast import widened
 from .dispatch import unary
@@ -86,6 +88,8 @@ def sum(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:  # no
     >>> ndlite.tensor([[1.0, 2.0], [3.0, 4.0]]).sum(dim=0).tolist()
     [4.0, 6.0]
     """
+    if amp.on:  # sum records inline: autocast's hook is here
+        x = autocast_inputs(Sum, (x,))[0]
     axes = axes_of(dim, len(x._data.shape), "sum")
     if dtype is not None:
         x = x.to(dtype)
@@ -282,6 +286,7 @@ def argmin(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     return _arg(x, dim, keepdim, "argmin", "argmin")
 
 
+@autocast_op("logsumexp")  # outside widened: float32 in a region, not rounded back
 @widened
 def logsumexp(x: Tensor, dim, keepdim: bool = False) -> Tensor:
     """log(sum(exp(x), dim)), without overflow.

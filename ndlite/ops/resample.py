@@ -14,6 +14,7 @@ import numpy as np
 from ..creation import tensor as make_tensor
 from ..errors import ShapeError
 from ..tensor import Tensor
+from .autocast import autocast_op
 from .cast import widened
 from .conv import conv2d, conv2d_grad_input, pair
 from .gather import index_select
@@ -132,6 +133,7 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     return out
 
 
+@autocast_op("normalize")  # outside widened: float32 in a region
 @widened
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
               out=None) -> Tensor:

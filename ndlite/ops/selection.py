@@ -11,6 +11,7 @@ from ..creation import tensor as make_tensor
 from ..dtypes import bool_, int64, is_floating
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
+from .autocast import autocast_op
 from .cast import widened
 from .elementwise import where
 from .gather import gather
@@ -246,6 +247,7 @@ def _scatter_adjoint(index, values, axis, size):
     return _scatter_add_adjoint(index, values, axis, size)
 
 
+@autocast_op("scatter_add")
 def scatter_add(input: Tensor, dim: int, index: Tensor, src) -> Tensor:
     """input plus src summed in at `index` along `dim` (Tensor.scatter_add): out[..., index[
     i, j], ...] += src[i, j]; deterministic, differentiable in input and src."""
@@ -283,6 +285,7 @@ def gather_along(input: Tensor, dim: int, index: Tensor) -> Tensor:
 # ---- norms ------------------------------------------------------------------------------------
 
 
+@autocast_op("vector_norm")  # outside widened: float32 in a region
 @widened
 def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
     """The vector ord-norm over `dim` (all elements by default): 2 (Euclidean), 1, inf, -inf,

@@ -14,6 +14,7 @@ from collections import namedtuple
 from ..dtypes import int64, is_floating
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
+from .autocast import autocast_op
 from .dispatch import unary
 from .gather import gather
 from .join import narrow
@@ -153,6 +154,7 @@ def cumprod(input: Tensor, dim: int, dtype=None) -> Tensor:
     return _scan(Cumprod, input, dim, dtype)
 
 
+@autocast_op("prod")
 def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, dtype=None) -> Tensor:
     """The product of all elements, or along `dim` (the last running product)."""
     if dim is None:

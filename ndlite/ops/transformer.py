@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+from ..amp_state import switch as amp
 from ..creation import tensor as make_tensor
 from ..device.transformer_fallbacks import causal_mask
 from ..dtypes import HALF, is_floating
@@ -14,6 +15,7 @@ from ..errors import DTypeError, ShapeError
 from ..graph import mode
 from ..tensor import Tensor
 from .activation import dropout, softmax
+from .autocast import autocast_inputs, autocast_op
 from .dispatch import apply, unary
 from .elementwise import where
 from .gather import select_rows
@@ -66,6 +68,8 @@ def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
     """(x - mean) / sqrt(var + eps) over the trailing `normalized_shape` dims (biased
     variance), then * weight + bias. A float input with weight and bias of normalized_shape
     (or None) runs the backend's fused layer_norm (protocol.py); anything else is composed."""
+    if amp.on:  # float32 in an autocast region, before the fused path's dtype check
+        input, weight, bias = autocast_inputs(LayerNorm, (input, weight, bias))
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else \
         tuple(normalized_shape)
     if input.shape[input.ndim - len(shape):] != shape:
@@ -178,6 +182,7 @@ def _layer_norm_backward(grad, x, weight, p):
     return tuple(grads)
 
 
+@autocast_op("scaled_dot_product_attention")
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask=None,
                                  dropout_p: float = 0.0, is_causal: bool = False,
                                  scale: float | None = None, enable_gqa: bool = False):

@@ -218,6 +218,39 @@ def test_batched_matmul_broadcasts_batch_dims():
     np.testing.assert_allclose(host(b.matmul(on_gpu(a), on_gpu(c))), a @ c, rtol=1e-12)
 
 
+@pytest.mark.parametrize("shape", [(64, 256, 384), (5, 3, 2, 7), (0, 4, 3), (4, 0, 3)])
+def test_a_stack_of_matrices_times_a_matrix_is_one_product(shape):
+    r = rng()
+    a = r.standard_normal(shape).astype(np.float32)
+    c = r.standard_normal((shape[-1], 33)).astype(np.float32)
+    got = host(b.matmul(on_gpu(a), on_gpu(c)))
+    want = a.astype(np.float64) @ c.astype(np.float64)
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.sqrt(shape[-1]))
+    # a non-contiguous stack takes the batched path, with the same values
+    t = on_gpu(np.ascontiguousarray(a.swapaxes(0, 1))).swapaxes(0, 1)
+    np.testing.assert_allclose(host(b.matmul(t, on_gpu(c))), got, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("shape, axes", [((16384, 1536), (0,)), ((64, 256, 384), (0, 1)),
+                                         ((300, 7), (0,)), ((256, 1), (0,)),
+                                         ((100000, 3), (0,)), ((512, 2, 3), (0,))])
+def test_sums_over_leading_axes_are_accurate_and_repeat_bitwise(dtype, shape, axes):
+    r = rng()
+    x = (r.standard_normal(shape) * 10 + 3).astype(dtype)
+    want = x.astype(np.float64).sum(axis=axes)
+    for keepdims in (False, True):
+        got = host(b.sum(on_gpu(x), axes, keepdims))
+        assert got.dtype == np.dtype(dtype)
+        assert got.shape == x.sum(axis=axes, keepdims=keepdims).shape
+        # accumulated in float64 and rounded once: the float32 result is the rounded sum
+        np.testing.assert_allclose(got.reshape(want.shape), want.astype(dtype),
+                                   rtol=1e-6 if dtype == "float32" else 1e-12)
+    first, again = (host(b.sum(on_gpu(x), axes, False)) for _ in range(2))
+    assert_same_bits(again, first)
+
+
 # ---- memory and kernels ---------------------------------------------------------------------
 
 

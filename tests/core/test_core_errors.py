@@ -62,8 +62,8 @@ def test_dtype_errors():
         ndlite.tensor([1, 2]).mean()
     with pytest.raises(DTypeError, match="not supported"):
         ndlite.tensor(np.zeros(2, np.uint8))
-    with pytest.raises(DTypeError, match="float16"):
-        ndlite.tensor(np.zeros(2, np.float16))
+    with pytest.raises(DTypeError, match="complex64"):
+        ndlite.tensor(np.zeros(2, np.complex64))
     with pytest.raises(DTypeError, match="logical_and: needs bool"):
         ndlite.ones(2) & ndlite.ones(2)
     with pytest.raises(DTypeError, match="negative integer powers"):

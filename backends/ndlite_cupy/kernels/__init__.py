@@ -106,6 +106,11 @@ class Kernels:
         self.sigmoid = elementwise("T x", "T y", "y = ndl_sigmoid(x)", "ndlite_sigmoid",
                                    activations)
         self.erf = elementwise("T x", "T y", "y = erf(x)", "ndlite_erf")  # CUDA's libm erf
+        self._gelu = elementwise("T x, bool tanh_form", "T y", "y = ndl_gelu(x, tanh_form)",
+                                 "ndlite_gelu", activations)
+        self._gelu_grad = elementwise("T g, T x, bool tanh_form", "T y",
+                                      "y = ndl_gelu_grad(g, x, tanh_form)", "ndlite_gelu_grad",
+                                      activations)
 
         indexing = source("indexing")
         self.gather = elementwise(
@@ -128,6 +133,13 @@ class Kernels:
         self.put_last = elementwise(
             "raw int64 keys, raw T values, int64 n", "raw T dst",
             "ndl_put_last(keys, values, dst, i, n)", "ndlite_put_last", indexing)
+
+    # the contract's gelu fast paths (one pass each; approximate is "none" or "tanh")
+    def gelu(self, x, approximate):
+        return self._gelu(x, approximate == "tanh")
+
+    def gelu_grad(self, grad, x, approximate):
+        return self._gelu_grad(grad, x, approximate == "tanh")
 
 
 #: C++ names of the element types and index types the raw kernels are instantiated for
@@ -183,6 +195,8 @@ RAW_KERNELS = {
     "loss": (("ndl_log_softmax", "ndl_nll_loss", "ndl_nll_count", "ndl_nll_loss_grad"),
              ("ndl_log_softmax", "ndl_nll_loss_grad")),
     "optim": (("ndl_sgd_step", "ndl_rmsprop_step", "ndl_adam_step"), ()),
+    "columns": (("ndl_column_partial", "ndl_column_finish"),
+                ("ndl_column_partial", "ndl_column_finish")),
 }
 
 #: threads per block of the raw kernels, and the most blocks a grid-stride launch uses

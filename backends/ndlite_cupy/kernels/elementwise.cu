@@ -61,3 +61,29 @@ __device__ T ndl_sigmoid(T x) {
   const T e = exp(-fabs(x));
   return x >= T(0) ? T(1) / (T(1) + e) : e / (T(1) + e);
 }
+
+// GELU and its derivative in one pass each (the contract's fallbacks in
+// ndlite/device/transformer_fallbacks.py compose them from five and eleven primitives). The
+// exact form: x Phi(x), Phi(x) = (1 + erf(x / sqrt 2)) / 2, Phi' = exp(-x^2 / 2) / sqrt(2 pi);
+// the tanh form as x sigmoid(2 z), z = sqrt(2 / pi) (x + 0.044715 x^3).
+template <typename T>
+__device__ T ndl_gelu(T x, bool tanh_form) {
+  if (tanh_form) {
+    const T z2 = (x + x * x * x * T(0.044715)) * T(1.5957691216057308);  // 2 sqrt(2 / pi)
+    return x * ndl_sigmoid(z2);
+  }
+  return x * ((erf(x * T(0.7071067811865476)) + T(1)) * T(0.5));
+}
+
+template <typename T>
+__device__ T ndl_gelu_grad(T g, T x, bool tanh_form) {
+  if (tanh_form) {
+    const T z2 = (x + x * x * x * T(0.044715)) * T(1.5957691216057308);
+    const T s = ndl_sigmoid(z2), s_neg = ndl_sigmoid(-z2);
+    const T d_z2 = (T(1) + x * x * T(3 * 0.044715)) * T(1.5957691216057308);
+    return g * (s + x * s * s_neg * d_z2);
+  }
+  const T cdf = (erf(x * T(0.7071067811865476)) + T(1)) * T(0.5);
+  const T pdf = exp(x * x * T(-0.5)) * T(0.3989422804014327);  // 1 / sqrt(2 pi)
+  return g * (cdf + x * pdf);
+}
