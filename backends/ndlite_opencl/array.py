@@ -13,9 +13,11 @@ from functools import lru_cache
 import numpy as np
 
 from ndlite.device import ShapeError
+from ndlite.dtypes import HALF
 
 #: the dtypes a CLArray holds, each keyed by itself (a lookup normalizes any equal dtype)
-DTYPES = {np.dtype(t): np.dtype(t) for t in ("float32", "float64", "int32", "int64", "bool")}
+DTYPES = {np.dtype(t): np.dtype(t)
+          for t in ("float32", "float64", "int32", "int64", "bool", *HALF)}
 #: the largest element index a kernel may address with 32-bit index arithmetic
 INT32_LIMIT = 2**31 - 1
 

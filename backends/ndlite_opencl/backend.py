@@ -6,6 +6,7 @@ kernel queued before, so reuse is safe). Each primitive is a method here; the wo
 the modules beside this one: elementwise.py (every elementwise primitive, cast and copy: the
 one `map` kernel), reduce.py, linalg.py (matmul), indexing.py, conv.py and nn.py (the
 neural-network fast paths), optim.py (fused optimizer steps). Views are array.py's.
+float16 and bfloat16 are stored in half and computed in float32 (halves.py).
 """
 
 from __future__ import annotations
@@ -32,11 +33,13 @@ from .array import (
     slice_view,
 )
 from .elementwise import apply, binary, scalar
-from .kernels import KernelCache
+from .halves import IDS, fill_pattern, host_view, install
+from .kernels import STORAGE, KernelCache
 
 _MEMORY_ERRORS = ("MEM_OBJECT_ALLOCATION_FAILURE", "OUT_OF_RESOURCES", "OUT_OF_HOST_MEMORY",
                   "INVALID_BUFFER_SIZE")
 _BOOL = np.dtype(bool)
+_F16, _BF16 = IDS[0], IDS[-1]
 
 
 class OpenCLBackend(Backend):
@@ -74,6 +77,7 @@ class OpenCLBackend(Backend):
         self._layouts: dict[tuple, np.ndarray] = {}
         self._held_layouts: dict[object, dict] = {}
         self._local = (self.group,)
+        self._halves = False  # the float32 fallbacks of halves.py installed (at a first half)
 
     # ---- identity and capabilities ---------------------------------------------------------
 
@@ -117,6 +121,8 @@ class OpenCLBackend(Backend):
 
     def _new(self, shape: tuple, dtype: np.dtype, what: str = "empty") -> CLArray:
         n = numel(shape)
+        if not self._halves and (dtype is _F16 or dtype is _BF16):
+            self._halves = install(self)
         data = self._allocate(n * dtype.itemsize, (what, shape, dtype)) if n else None
         return CLArray(data, shape, dtype, wide=n > INT32_LIMIT)
 
@@ -171,7 +177,7 @@ class OpenCLBackend(Backend):
         array = np.asarray(array, dtype=dtype, order="C")  # (ascontiguousarray makes 0-d 1-d)
         out = self._new(array.shape, dtype, "from_numpy")
         if out.size:
-            cl.enqueue_copy(self.queue, out.data, array, is_blocking=True)
+            cl.enqueue_copy(self.queue, out.data, host_view(array), is_blocking=True)
         return out
 
     def to_numpy(self, x: CLArray) -> np.ndarray:
@@ -180,7 +186,8 @@ class OpenCLBackend(Backend):
             return host
         if not x.contiguous:
             x = self.copy(x)
-        cl.enqueue_copy(self.queue, host, x.data, src_offset=x.offset * x.dtype.itemsize,
+        cl.enqueue_copy(self.queue, host_view(host), x.data,
+                        src_offset=x.offset * x.dtype.itemsize,
                         is_blocking=True)
         return host
 
@@ -196,7 +203,8 @@ class OpenCLBackend(Backend):
 
     def _fill(self, out: CLArray, value) -> None:
         """Fill a contiguous `out` with one value."""
-        pattern = np.asarray(scalar(value, out.dtype))
+        pattern = fill_pattern(value, out.dtype) if out.dtype in STORAGE \
+            else np.asarray(scalar(value, out.dtype))
         cl.enqueue_fill_buffer(self.queue, out.data, pattern, out.offset * out.dtype.itemsize,
                                out.size * out.dtype.itemsize)
 

@@ -15,13 +15,15 @@ from ndlite.device import DTypeError
 
 from . import mathops
 from .array import DTYPES, INT32_LIMIT, CLArray, broadcast_shape, broadcast_view, collapse
-from .kernels import ctype
+from .kernels import STORAGE, actype, arith, slot
 
 #: scalar exponents NumPy's power gets exactly right that OpenCL's pow need not
 POW_SHORTCUTS = {2: "SQUARE", 1: "COPY", -1: "RECIPROCAL"}
 #: elements per work-item of large contiguous elementwise ops on GPUs, and what is large
 _PER_ITEM, _MANY = 4, 2**20
-_SCALAR_TYPES = {d: d.type for d in DTYPES}
+#: a number meets a half as float32 (the kernel computes in float; PyTorch's rule)
+_SCALAR_TYPES = {d: np.float32 if d in STORAGE else d.type for d in DTYPES}
+_FLOAT64 = np.dtype("float64")
 
 
 def scalar(value, dtype: np.dtype):
@@ -75,7 +77,7 @@ def binary(b, name: str, op: str, x, y, out_dtype: np.dtype | None = None) -> CL
 
 
 def power(b, x, y) -> CLArray:
-    if isinstance(x, CLArray) and not isinstance(y, CLArray) and x.dtype.kind == "f":
+    if isinstance(x, CLArray) and not isinstance(y, CLArray) and arith(x.dtype).kind == "f":
         shortcut = POW_SHORTCUTS.get(y)
         if shortcut is not None:
             return apply(b, shortcut, [x], x.dtype)
@@ -138,13 +140,15 @@ def _plan(b, op, operands, out_dtype, out, in_dtype) -> tuple:
 def _kernel(b, key: tuple, nin: int):
     op, dtypes, scalars, out_dtype, ndim, idx, per_item = key
     args = ", ".join(f"a{i}" for i in range(nin))
+    # a double cast to a half is rounded once, from the double
+    tout = "double" if op == "COPY" and dtypes[0] == _FLOAT64 else actype(out_dtype)
     defines = [("IDX", idx), ("LAYOUT_LEN", 2 + nin + ndim * (nin + 2)), ("NIN", nin),
-               ("NDIM", ndim), ("PER_ITEM", per_item), ("TOUT", ctype(out_dtype)),
+               ("NDIM", ndim), ("PER_ITEM", per_item), ("TOUT", tout), *slot("POUT", out_dtype),
                ("OUT_BOOL", int(out_dtype.kind == "b")), ("EXPR", f"OP_{op}({args})"),
-               ("F0", int(dtypes[0].kind == "f"))]
+               ("F0", int(arith(dtypes[0]).kind == "f"))]
     for i, (dtype, is_scalar) in enumerate(zip(dtypes, scalars, strict=True)):
-        defines += [(f"T{i}", ctype(dtype)), (f"S{i}", int(is_scalar))]
-    math = mathops.macro(op, dtypes[0])  # the math-by-name ops bring their own OP_ macro
+        defines += [(f"T{i}", actype(dtype)), (f"S{i}", int(is_scalar)), *slot(f"P{i}", dtype)]
+    math = mathops.macro(op, arith(dtypes[0]))  # the math-by-name ops bring their own OP_ macro
     if math is not None:
         defines.append(math)
     return b.kernels.get("elementwise.cl", "map", tuple(defines))

@@ -12,8 +12,9 @@ import numpy as np
 
 from ndlite.device import ShapeError
 
+from . import halves
 from .array import CLArray
-from .kernels import ctype
+from .kernels import STORAGE, ctype
 
 _INT64 = np.dtype("int64")
 
@@ -34,6 +35,8 @@ def gather(b, x: CLArray, index: CLArray, axis: int) -> CLArray:
                              f"broadcast off axis {axis}")
         shape.append(m if d == axis or n == 1 else n)
     shape = tuple(shape)
+    if x.dtype in STORAGE:  # a half's values are only moved: as their bits
+        return halves.as_half(gather(b, halves.bits(x), index, axis), x.dtype)
     out = b._new(shape, x.dtype, "gather")
     if out.size == 0:
         return out
@@ -90,6 +93,12 @@ def put(b, dst: CLArray, flat_index: CLArray, values: CLArray) -> None:
     n = flat_index.size
     if n == 0 or dst.size == 0:
         return
+    if STORAGE.keys() & {dst.dtype, values.dtype}:
+        if values.dtype != dst.dtype:
+            values = b.astype(values, dst.dtype)  # rounded once
+        if dst.dtype in STORAGE:  # a half's values are only moved: as their bits
+            put(b, halves.bits(dst), flat_index, halves.bits(values))
+            return
     # with repeated places, keep each one's last write: no two work-items then write one place
     host = b.to_numpy(flat_index) % dst.size
     select = None

@@ -15,6 +15,7 @@ import numpy as np
 import pyopencl as cl
 
 from ndlite.device import KernelBuildError
+from ndlite.dtypes import HALF
 
 SOURCES = Path(__file__).resolve().parent / "kernels"
 
@@ -22,11 +23,40 @@ SOURCES = Path(__file__).resolve().parent / "kernels"
 CTYPE = {
     np.dtype("float32"): "float", np.dtype("float64"): "double",
     np.dtype("int32"): "int", np.dtype("int64"): "long", np.dtype("bool"): "uchar",
+    np.dtype("uint16"): "ushort",  # a half's bits, where a kernel only moves them
 }
 
 
+_FLOAT32 = np.dtype("float32")
+#: a half buffer's element type in a kernel (no cl_khr_fp16 needed: `half` only as a pointer,
+#: read and written by vload_half/vstore_half_rte) and its LOAD/STORE macros of common.cl;
+#: its arithmetic is float
+STORAGE = {np.dtype("float16"): ("half", "F16")}
+if len(HALF) > 1:
+    STORAGE[HALF[-1]] = ("ushort", "BF16")  # bfloat16: the high 16 bits of a float32
+
+
 def ctype(dtype: np.dtype) -> str:
+    """The C type of `dtype` (a KeyError for the halves: a kernel takes them by `slot`)."""
     return CTYPE[dtype]
+
+
+def actype(dtype: np.dtype) -> str:
+    """The C type a kernel computes `dtype` in (float for the halves)."""
+    return "float" if dtype in STORAGE else CTYPE[dtype]
+
+
+def arith(dtype: np.dtype) -> np.dtype:
+    """The dtype a kernel computes `dtype` in: float32 for the halves, else itself."""
+    return _FLOAT32 if dtype in STORAGE else dtype
+
+
+def slot(name: str, dtype: np.dtype) -> tuple:
+    """#defines of a kernel's buffer slot `name` holding `dtype`: `name` its element type
+    (the pointer's), `name`_A its arithmetic type, LD_`name`(p, o) and ST_`name`(p, o, v)."""
+    store, suffix = STORAGE.get(dtype, (None, "PLAIN"))
+    return ((name, store or CTYPE[dtype]), (f"{name}_A", actype(dtype)),
+            (f"LD_{name}", f"LOAD_{suffix}"), (f"ST_{name}", f"STORE_{suffix}"))
 
 
 class KernelCache:

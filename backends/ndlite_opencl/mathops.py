@@ -9,6 +9,8 @@ import numpy as np
 
 from ndlite.device import DTypeError
 
+from .kernels import arith
+
 #: math(name, x) on floats: OpenCL built-ins with NumPy's meaning (rint rounds half to even)
 FLOAT_UNARY = {
     "sin": "sin(a)", "cos": "cos(a)", "tan": "tan(a)", "sinh": "sinh(a)", "cosh": "cosh(a)",
@@ -35,9 +37,9 @@ def macro(op: str, dtype: np.dtype) -> tuple | None:
     """The (#define name, body) of `op` ("M2_FMOD") for inputs of `dtype`, or None if `op`
     is not one of these."""
     if op.startswith("M1_"):
-        table, params = (FLOAT_UNARY if dtype.kind == "f" else INT_UNARY), "(a)"
+        table, params = (FLOAT_UNARY if arith(dtype).kind == "f" else INT_UNARY), "(a)"
     elif op.startswith("M2_"):
-        table, params = (FLOAT_BINARY if dtype.kind == "f" else INT_BINARY), "(a, b)"
+        table, params = (FLOAT_BINARY if arith(dtype).kind == "f" else INT_BINARY), "(a, b)"
     else:
         return None
     return f"OP_{op}{params}", table[op[3:].lower()]
@@ -45,7 +47,7 @@ def macro(op: str, dtype: np.dtype) -> tuple | None:
 
 def unary_op(name: str, dtype: np.dtype) -> tuple[str, np.dtype]:
     """The elementwise op of math(name, x) and its result dtype."""
-    if name not in (FLOAT_UNARY if dtype.kind == "f" else INT_UNARY):
+    if name not in (FLOAT_UNARY if arith(dtype).kind == "f" else INT_UNARY):
         raise DTypeError(f"{name}: not defined for {dtype} (opencl)")
     classify = name in ("isnan", "isinf", "isfinite")
     return f"M1_{name.upper()}", _BOOL if classify else dtype
@@ -53,6 +55,6 @@ def unary_op(name: str, dtype: np.dtype) -> tuple[str, np.dtype]:
 
 def binary_op(name: str, dtype: np.dtype) -> str:
     """The elementwise op of math2(name, a, b) on operands of `dtype`."""
-    if name not in (FLOAT_BINARY if dtype.kind == "f" else INT_BINARY):
+    if name not in (FLOAT_BINARY if arith(dtype).kind == "f" else INT_BINARY):
         raise DTypeError(f"{name}: not defined for {dtype} (opencl)")
     return f"M2_{name.upper()}"

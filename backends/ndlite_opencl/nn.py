@@ -20,8 +20,9 @@ import numpy as np
 
 from ndlite.device import fallbacks
 
+from . import halves
 from .array import INT32_LIMIT, CLArray, numel
-from .kernels import ctype
+from .kernels import actype, arith, ctype, slot
 
 _INT64 = np.dtype("int64")
 #: rows at least this long, when there are too few to fill the device, get a work-group each
@@ -115,7 +116,7 @@ def _pool_launch(b, name: str, dtype: np.dtype, items: int, layout, buffers: tup
 
 def log_softmax(b, x, axis: int):
     if x.size == 0 or x.size > INT32_LIMIT:
-        return fallbacks.log_softmax(b, x, axis)
+        return halves.core(b, fallbacks.log_softmax, x, axis)
     if not (x.contiguous and x.offset == 0):
         x = b.copy(x)
     length = x.shape[axis]
@@ -123,7 +124,8 @@ def log_softmax(b, x, axis: int):
     rows = x.size // length
     out = b._new(x.shape, x.dtype, "log_softmax")
     layout = b.layout((rows, length, inner), np.int32)
-    defines = (("IDX", "int"), ("LAYOUT_LEN", 3), ("T", ctype(x.dtype)), ("WG", b.group))
+    defines = (("IDX", "int"), ("LAYOUT_LEN", 3), ("T", actype(x.dtype)), *slot("P", x.dtype),
+               ("WG", b.group))
     if length >= LONG_ROW and rows < 4 * b.compute_units and b.group >= 32:
         kernel = b.kernels.get("softmax.cl", "log_softmax_group", defines)
         b.enqueue(kernel, (rows * b.group,), (b.group,), (out.data, x.data, layout))
@@ -139,7 +141,7 @@ def log_softmax(b, x, axis: int):
 def nll_loss(b, input: CLArray, target: CLArray, ignore_index: int, reduction: str):
     n, c = input.shape
     if n * c > INT32_LIMIT or n == 0:
-        return fallbacks.nll_loss(b, input, target, ignore_index, reduction)
+        return halves.core(b, fallbacks.nll_loss, input, target, ignore_index, reduction)
     x, labels = _dense(b, input), _dense(b, target)
     layout = b.layout((n, c, 0, _REDUCTIONS[reduction], 0), np.int32)
     args = (x.data, labels.data, np.int64(ignore_index), layout)
@@ -157,15 +159,15 @@ def nll_loss_grad(b, grad_output: CLArray, target: CLArray, classes: int, ignore
                   reduction: str):
     n = target.shape[0]
     if n * classes > INT32_LIMIT or n == 0:
-        return fallbacks.nll_loss_grad(b, grad_output, target, classes, ignore_index,
-                                       reduction)
+        return halves.core(b, fallbacks.nll_loss_grad, grad_output, target, classes,
+                           ignore_index, reduction)
     dtype = grad_output.dtype
     g, labels = _dense(b, grad_output), _dense(b, target)
     layout = b.layout((n, classes, 0, _REDUCTIONS[reduction], int(reduction == "none")),
                       np.int32)
     count = g  # read only by "mean"
     if reduction == "mean":
-        count = b._new((), dtype, "nll_loss_grad")
+        count = b._new((), arith(dtype), "nll_loss_grad")  # (float32 for halves)
         group = _group(b)
         b.enqueue(_loss_kernel(b, "nll_count", dtype), (group,), (group,),
                   (count.data, labels.data, np.int64(ignore_index), layout))
@@ -183,7 +185,8 @@ def _group(b) -> int:
 
 def _loss_kernel(b, name: str, dtype: np.dtype):
     return b.kernels.get("loss.cl", name, (("IDX", "int"), ("LAYOUT_LEN", 5),
-                                           ("T", ctype(dtype)), ("WG", _group(b))))
+                                           ("T", actype(dtype)), *slot("P", dtype),
+                                           ("WG", _group(b))))
 
 
 def _dense(b, x: CLArray) -> CLArray:

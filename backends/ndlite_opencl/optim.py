@@ -2,7 +2,8 @@
 parameter updates it and its state in place, reading and writing each buffer once.
 
 Buffers that are not row-major from offset 0 (never the case for parameters the core made)
-take the core's fallback, which handles any view.
+take the core's fallback, which handles any view. Halves are computed in float32, each
+buffer rounded once when stored (the fallback too runs on float32 copies: halves.py).
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ import numpy as np
 
 from ndlite.device import fallbacks
 
+from . import halves
 from .array import INT32_LIMIT
-from .kernels import ctype
+from .kernels import actype, arith, slot
 
 WEIGHT_DECAY, MOMENTUM, NESTEROV, FIRST_STEP, CENTERED, DECOUPLED, AMSGRAD = (
     1, 2, 4, 8, 16, 32, 64)
@@ -29,18 +31,18 @@ def _fusable(param, *buffers) -> bool:
 
 def _launch(b, name: str, param, buffers: list, flags: int, scalars: tuple) -> None:
     kernel = b.kernels.get("optim.cl", name, (("IDX", "int"), ("LAYOUT_LEN", 1),
-                                              ("T", ctype(param.dtype))))
+                                              ("T", actype(param.dtype)), *slot("P", param.dtype)))
     data = [(x if x is not None else param).data for x in buffers]  # unused ones: any buffer
     values = (*scalars, *(0.0,) * (9 - len(scalars)))  # the struct has 9 slots
     b._launch(kernel, param.size, (param.data, *data, np.int32(param.size), np.int32(flags),
-                                   b.layout(values, param.dtype.type)))
+                                   b.layout(values, arith(param.dtype).type)))
 
 
 def sgd_step(b, param, grad, momentum_buffer, lr, momentum, dampening, nesterov, weight_decay,
              first_step):
     if not _fusable(param, grad, momentum_buffer):
-        return fallbacks.sgd_step(b, param, grad, momentum_buffer, lr, momentum, dampening,
-                                  nesterov, weight_decay, first_step)
+        return halves.core(b, fallbacks.sgd_step, param, grad, momentum_buffer, lr, momentum,
+                        dampening, nesterov, weight_decay, first_step)
     flags = ((WEIGHT_DECAY if weight_decay else 0) | (MOMENTUM if momentum else 0)
              | (NESTEROV if nesterov else 0) | (FIRST_STEP if first_step else 0))
     _launch(b, "sgd_step", param, [grad, momentum_buffer], flags,
@@ -50,8 +52,8 @@ def sgd_step(b, param, grad, momentum_buffer, lr, momentum, dampening, nesterov,
 def rmsprop_step(b, param, grad, square_avg, grad_avg, momentum_buffer, lr, alpha, eps,
                  momentum, weight_decay):
     if not _fusable(param, grad, square_avg, grad_avg, momentum_buffer):
-        return fallbacks.rmsprop_step(b, param, grad, square_avg, grad_avg, momentum_buffer, lr,
-                                      alpha, eps, momentum, weight_decay)
+        return halves.core(b, fallbacks.rmsprop_step, param, grad, square_avg, grad_avg,
+                        momentum_buffer, lr, alpha, eps, momentum, weight_decay)
     flags = ((WEIGHT_DECAY if weight_decay else 0) | (CENTERED if grad_avg is not None else 0)
              | (MOMENTUM if momentum_buffer is not None else 0))
     _launch(b, "rmsprop_step", param, [grad, square_avg, grad_avg, momentum_buffer], flags,
@@ -61,8 +63,9 @@ def rmsprop_step(b, param, grad, square_avg, grad_avg, momentum_buffer, lr, alph
 def adam_step(b, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, lr, beta1, beta2, eps,
               weight_decay, decoupled_weight_decay):
     if not _fusable(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq):
-        return fallbacks.adam_step(b, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step,
-                                   lr, beta1, beta2, eps, weight_decay, decoupled_weight_decay)
+        return halves.core(b, fallbacks.adam_step, param, grad, exp_avg, exp_avg_sq,
+                        max_exp_avg_sq, step, lr, beta1, beta2, eps, weight_decay,
+                        decoupled_weight_decay)
     flags = ((WEIGHT_DECAY if weight_decay else 0)
              | (DECOUPLED if decoupled_weight_decay else 0)
              | (AMSGRAD if max_exp_avg_sq is not None else 0))

@@ -6,6 +6,7 @@ output; few long rows take a work-group per row, split into P chunks when there 
 rows to fill the device, the P partials then reduced by a second launch. On GPUs, many rows that
 are contiguous in memory take a warp-sized group each, so each row is read coalesced. The plan
 depends only on the shapes and the device, so results are bitwise the same run to run.
+Halves are read as floats and reduced in float32, the result rounded once to the half.
 """
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ import numpy as np
 from ndlite.device import ShapeError
 
 from .array import INT32_LIMIT, CLArray, c_strides, collapse
-from .kernels import ctype
+from .kernels import STORAGE, ctype, slot
 
 _CODES = {"sum": 0, "max": 1, "min": 2, "argmax": 3}
-_INT64 = np.dtype("int64")
+_INT64, _FLOAT32 = np.dtype("int64"), np.dtype("float32")
 _LOWEST = {"float": "-INFINITY", "double": "-INFINITY", "int": "INT_MIN", "long": "LONG_MIN",
            "uchar": "0"}
 _HIGHEST = {"float": "INFINITY", "double": "INFINITY", "int": "INT_MAX", "long": "LONG_MAX",
@@ -54,7 +55,8 @@ def reduce(b, x: CLArray, axes: tuple, keepdims: bool, op: str) -> CLArray:
                    None if source_index is None else source_index.data, layout))
         source, source_index = values, indices
     out = source_index if op == "argmax" else source
-    return out.view(out_shape, c_strides(out_shape), 0)
+    out = out.view(out_shape, c_strides(out_shape), 0)
+    return b.astype(out, x.dtype) if x.dtype in STORAGE and op != "argmax" else out
 
 
 def _shapes(x: CLArray, axes: tuple, keepdims: bool, op: str):
@@ -62,18 +64,21 @@ def _shapes(x: CLArray, axes: tuple, keepdims: bool, op: str):
     kept = [d for d in range(x.ndim) if d not in axes]
     out_shape = tuple(1 if d in axes else n for d, n in enumerate(x.shape)) if keepdims \
         else tuple(x.shape[d] for d in kept)
-    acc_dtype = _INT64 if op == "sum" and x.dtype.kind != "f" else x.dtype
+    if x.dtype in STORAGE:
+        acc_dtype = _FLOAT32
+    else:
+        acc_dtype = _INT64 if op == "sum" and x.dtype.kind != "f" else x.dtype
     return axes, kept, out_shape, acc_dtype
 
 
 def _degenerate(b, x, axes, keepdims, op):
     """Nothing reduced, no outputs, or empty rows."""
     axes, kept, out_shape, acc_dtype = _shapes(x, axes, keepdims, op)
+    out_dtype = _INT64 if op == "argmax" else x.dtype if x.dtype in STORAGE else acc_dtype
     if not axes:
         if op == "argmax":
             return b.full(out_shape, 0, _INT64)
-        return b.reshape(b.astype(x, acc_dtype), out_shape)
-    out_dtype = _INT64 if op == "argmax" else acc_dtype
+        return b.reshape(b.astype(x, out_dtype), out_shape)
     if prod(x.shape[d] for d in kept) == 0:
         return b.empty(out_shape, out_dtype)
     if op != "sum":
@@ -123,7 +128,7 @@ def _pass(b, passes, x, indexed, offset, M, K, kept_shape, kept_strides, red_sha
     wide = n_out > INT32_LIMIT or K > INT32_LIMIT or (x is not None and x.wide)
     idx, idx_np = ("long", np.int64) if wide else ("int", np.int32)
     defines = (("IDX", idx), ("LAYOUT_LEN", 5 + 2 * len(kept_shape) + 2 * len(red_shape)),
-               ("T", ctype(acc_dtype if x is None else x.dtype)), ("TA", ctype(acc_dtype)),
+               *slot("T", acc_dtype if x is None else x.dtype), ("TA", ctype(acc_dtype)),
                ("FLOAT_ACC", int(acc_dtype.kind == "f")), ("REDUCE", _CODES[op]),
                ("NOUT", len(kept_shape)), ("NRED", len(red_shape)),
                ("WG", 1 if serial else group), ("INDEXED", int(indexed)),

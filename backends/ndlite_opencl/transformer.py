@@ -20,8 +20,9 @@ import numpy as np
 
 from ndlite.device import transformer_fallbacks as tfb
 
+from . import halves
 from .array import INT32_LIMIT
-from .kernels import ctype
+from .kernels import actype, arith, slot
 
 #: the most positions one work-item of segment_chunks adds up
 CHUNK = 32
@@ -49,7 +50,8 @@ def _group(b, length: int) -> int:
 
 
 def _kernel(b, name: str, dtype, group: int = 1):
-    defines = (("IDX", "int"), ("LAYOUT_LEN", 4), ("T", ctype(dtype)), ("WG", group))
+    defines = (("IDX", "int"), ("LAYOUT_LEN", 4), ("T", actype(dtype)), *slot("P", dtype),
+               ("WG", group))
     return b.kernels.get("transformer.cl", name, defines)
 
 
@@ -77,12 +79,12 @@ def segments(index: np.ndarray, num_rows: int):
 def embedding_grad(b, grad, index, num_rows):
     n, d = grad.shape
     if not _ok(grad) or num_rows == 0 or 4 * num_rows * d >= INT32_LIMIT:
-        return tfb.embedding_grad(b, grad, index, num_rows)
+        return halves.core(b, tfb.embedding_grad, grad, index, num_rows)
     order, bounds, row_bounds = (b.from_numpy(a) for a in segments(
         b.to_numpy(index).reshape(-1), num_rows))
     grad = _dense(b, grad)
     chunks = bounds.size - 1
-    partial = b._new((chunks, d), grad.dtype, "embedding_grad")
+    partial = b._new((chunks, d), arith(grad.dtype), "embedding_grad")
     b._launch(_kernel(b, "segment_chunks", grad.dtype), chunks * d,
               (partial.data, grad.data, order.data, bounds.data,
                b.layout((chunks, d, 0, 0), np.int32)))
@@ -98,23 +100,24 @@ def embedding_grad(b, grad, index, num_rows):
 def layer_norm(b, x, weight, bias, eps):
     rows, d = x.shape
     if not _ok(x):
-        return tfb.layer_norm(b, x, weight, bias, eps)
+        return halves.core(b, tfb.layer_norm, x, weight, bias, eps)
     x, weight, bias = _dense(b, x), _dense(b, weight), _dense(b, bias)
     y = b._new(x.shape, x.dtype, "layer_norm")
-    mean, rstd = (b._new((rows,), x.dtype, "layer_norm") for _ in range(2))
+    mean, rstd = (b._new((rows,), arith(x.dtype), "layer_norm") for _ in range(2))
     group = _group(b, d)
     b.enqueue(_kernel(b, "layer_norm", x.dtype, group), (rows * group,), (group,),
               (y.data, mean.data, rstd.data, x.data, _data(weight), _data(bias),
-               x.dtype.type(eps), b.layout((rows, d, 0, 0), np.int32)))
+               arith(x.dtype).type(eps), b.layout((rows, d, 0, 0), np.int32)))
     return y, mean, rstd
 
 
 def layer_norm_grad(b, grad, x, weight, mean, rstd, bias):
     rows, d = x.shape
     if not _ok(x):
-        return tfb.layer_norm_grad(b, grad, x, weight, mean, rstd, bias)
+        return halves.core(b, tfb.layer_norm_grad, grad, x, weight, mean, rstd, bias)
     grad, x, weight = _dense(b, grad), _dense(b, x), _dense(b, weight)
-    mean, rstd = _dense(b, mean), _dense(b, rstd)
+    wide = arith(x.dtype)  # mean and rstd: float32 for halves (as layer_norm gives them)
+    mean, rstd = (_dense(b, v if v.dtype == wide else b.astype(v, wide)) for v in (mean, rstd))
     grad_x = b._new(x.shape, x.dtype, "layer_norm_grad")
     group = _group(b, d)
     b.enqueue(_kernel(b, "layer_norm_grad", x.dtype, group), (rows * group,), (group,),
@@ -125,8 +128,8 @@ def layer_norm_grad(b, grad, x, weight, mean, rstd, bias):
     per = max(COLUMN_ROWS, -(-rows // COLUMN_BLOCKS))
     blocks = -(-rows // per)
     layout = b.layout((rows, d, per, blocks), np.int32)
-    partial_w = b._new((blocks, d), x.dtype, "layer_norm_grad") if weight is not None else None
-    partial_b = b._new((blocks, d), x.dtype, "layer_norm_grad") if bias else None
+    partial_w = b._new((blocks, d), wide, "layer_norm_grad") if weight is not None else None
+    partial_b = b._new((blocks, d), wide, "layer_norm_grad") if bias else None
     b._launch(_kernel(b, "layer_norm_columns", x.dtype), blocks * d,
               (_data(partial_w), _data(partial_b), grad.data, x.data, mean.data, rstd.data,
                layout))
@@ -145,28 +148,28 @@ def layer_norm_grad(b, grad, x, weight, mean, rstd, bias):
 
 def causal_softmax(b, x, scale):
     if not _ok(x):
-        return tfb.causal_softmax(b, x, scale)
+        return halves.core(b, tfb.causal_softmax, x, scale)
     x = _dense(b, x)
     length, source = x.shape[-2], x.shape[-1]
     rows = x.size // source
     out = b._new(x.shape, x.dtype, "causal_softmax")
     group = _group(b, source)
     b.enqueue(_kernel(b, "causal_softmax", x.dtype, group), (rows * group,), (group,),
-              (out.data, x.data, x.dtype.type(scale),
+              (out.data, x.data, arith(x.dtype).type(scale),
                b.layout((rows, length, source, 0), np.int32)))
     return out
 
 
 def causal_softmax_grad(b, grad, out, scale):
     if not _ok(out):
-        return tfb.causal_softmax_grad(b, grad, out, scale)
+        return halves.core(b, tfb.causal_softmax_grad, grad, out, scale)
     grad, out = _dense(b, grad), _dense(b, out)
     length, source = out.shape[-2], out.shape[-1]
     rows = out.size // source
     grad_x = b._new(out.shape, out.dtype, "causal_softmax_grad")
     group = _group(b, source)
     b.enqueue(_kernel(b, "causal_softmax_grad", out.dtype, group), (rows * group,),
-              (group,), (grad_x.data, grad.data, out.data, out.dtype.type(scale),
+              (group,), (grad_x.data, grad.data, out.data, arith(out.dtype).type(scale),
                          b.layout((rows, length, source, 0), np.int32)))
     return grad_x
 
@@ -177,11 +180,11 @@ def causal_softmax_grad(b, grad, out, scale):
 def dropout_mask(b, shape, p, seed, dtype):
     n = int(np.prod(shape, dtype=np.int64))
     dtype = np.dtype(dtype)
-    if n == 0 or dtype.kind != "f":
-        return tfb.dropout_mask(b, shape, p, seed, dtype)
+    if n == 0 or arith(dtype).kind != "f":
+        return tfb.dropout_mask(b, shape, p, seed, dtype)  # (a half: only when empty)
     out = b._new(tuple(shape), dtype, "dropout")
     b._launch(_kernel(b, "dropout_mask", dtype), n,
               (out.data, np.uint64(seed), np.uint64(tfb.dropout_threshold(p)),
-               dtype.type(1.0 / (1.0 - p)), np.int64(n)))
+               arith(dtype).type(1.0 / (1.0 - p)), np.int64(n)))
     return out
 

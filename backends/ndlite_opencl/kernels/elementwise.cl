@@ -3,7 +3,9 @@
 // Every unary, binary, comparison, where, cast and assign is this kernel with other #defines:
 //   NIN, T0..T2 (input types), S0..S2 (1: input i is a scalar), F0 (T0 is floating point),
 //   TOUT, OUT_BOOL, EXPR (e.g. OP_ADD(a0, a1)), NDIM (0: every operand contiguous),
-//   PER_ITEM (elements per work-item where NDIM is 0).
+//   PER_ITEM (elements per work-item where NDIM is 0); P0..P2 and POUT are the buffers'
+//   element types, read by LD_Pi and written by ST_POUT (common.cl: a half is stored in half
+//   and computed in float, Ti and TOUT, so the result is rounded once).
 // Layout: v[0] = n, v[1] = out offset, v[2 + i] = input i offset, then the NDIM-dim shape,
 // then NDIM strides for out and for each input.
 
@@ -91,16 +93,16 @@ inline T0 int_pow_(T0 base, T0 e)
 #define PARAM0 , const T0 s0
 #define LOAD0(o) s0
 #else
-#define PARAM0 , __global const T0* p0
-#define LOAD0(o) p0[o]
+#define PARAM0 , __global const P0* p0
+#define LOAD0(o) LD_P0(p0, o)
 #endif
 
 #if NIN > 1 && S1
 #define PARAM1 , const T1 s1
 #define LOAD1(o) s1
 #elif NIN > 1
-#define PARAM1 , __global const T1* p1
-#define LOAD1(o) p1[o]
+#define PARAM1 , __global const P1* p1
+#define LOAD1(o) LD_P1(p1, o)
 #else
 #define PARAM1
 #endif
@@ -109,8 +111,8 @@ inline T0 int_pow_(T0 base, T0 e)
 #define PARAM2 , const T2 s2
 #define LOAD2(o) s2
 #elif NIN > 2
-#define PARAM2 , __global const T2* p2
-#define LOAD2(o) p2[o]
+#define PARAM2 , __global const P2* p2
+#define LOAD2(o) LD_P2(p2, o)
 #else
 #define PARAM2
 #endif
@@ -122,7 +124,7 @@ inline T0 int_pow_(T0 base, T0 e)
 // Large contiguous operands on a GPU: each item loads PER_ITEM elements a grid apart (each
 // load coalesced across the items) before computing any, so more bytes are in flight per item
 // than one element's: what a read-one-write-one op needs to approach the copy bandwidth.
-__kernel void map(__global TOUT* out, const layout_t L PARAM0 PARAM1 PARAM2)
+__kernel void map(__global POUT* out, const layout_t L PARAM0 PARAM1 PARAM2)
 {
     const IDX n = L.v[0], step = get_global_size(0);
     const IDX i = get_global_id(0);
@@ -160,13 +162,13 @@ __kernel void map(__global TOUT* out, const layout_t L PARAM0 PARAM1 PARAM2)
 #if OUT_BOOL
             out[L.v[1] + k] = (EXPR) != 0;
 #else
-            out[L.v[1] + k] = (TOUT)(EXPR);
+            ST_POUT(out, L.v[1] + k, (TOUT)(EXPR));
 #endif
         }
     }
 }
 #else
-__kernel void map(__global TOUT* out, const layout_t L PARAM0 PARAM1 PARAM2)
+__kernel void map(__global POUT* out, const layout_t L PARAM0 PARAM1 PARAM2)
 {
     const IDX i = get_global_id(0);
     if (i >= L.v[0])
@@ -214,7 +216,7 @@ __kernel void map(__global TOUT* out, const layout_t L PARAM0 PARAM1 PARAM2)
 #if OUT_BOOL
     out[o] = (EXPR) != 0;
 #else
-    out[o] = (TOUT)(EXPR);
+    ST_POUT(out, o, (TOUT)(EXPR));
 #endif
 }
 #endif

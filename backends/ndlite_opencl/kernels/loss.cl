@@ -8,7 +8,9 @@
 //              (i, label_i) for a valid label, 0 elsewhere (the fallback's scatter_add into zeros), g_i the
 //              row's grad_output, the 0-d grad_output ("sum") or it over the count ("mean",
 //              the count from nll_count first).
-// #defines: T, WG. Layout: N, C, 0, mean ("mean" divides), per_row (grad_output is (N,)).
+// #defines: T (arithmetic; the count's type), P (the tensors' element type, read by LD_P and
+// written by ST_P: a half is computed in float and rounded once when stored), WG.
+// Layout: N, C, 0, mean ("mean" divides), per_row (grad_output is (N,)).
 
 typedef struct { T s; T c; } sum_t;
 
@@ -20,27 +22,28 @@ inline void sum_add(sum_t* a, const T x)
     a->s = t;
 }
 
-inline T row_loss(__global const T* x, __global const long* target, const long ignore,
+inline T row_loss(__global const P* x, __global const long* target, const long ignore,
                   const int C, const int i, T* weight)
 {
     const long label = target[i];
     const int valid = label != ignore;
     *weight = valid ? (T)1 : (T)0;
-    return valid ? -x[(long)i * C + label] : (T)0;
+    return valid ? -LD_P(x, (long)i * C + label) : (T)0;
 }
 
-__kernel void nll_rows(__global T* out, __global const T* x, __global const long* target,
+__kernel void nll_rows(__global P* out, __global const P* x, __global const long* target,
                        const long ignore, const layout_t L)
 {
     const int i = get_global_id(0);
     if (i >= L.v[0])
         return;
     T w;
-    out[i] = row_loss(x, target, ignore, L.v[1], i, &w);
+    const T loss = row_loss(x, target, ignore, L.v[1], i, &w);
+    ST_P(out, i, loss);
 }
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void nll_total(__global T* out, __global const T* x, __global const long* target,
+void nll_total(__global P* out, __global const P* x, __global const long* target,
                const long ignore, const layout_t L)
 {
     __local T scratch[4 * WG];
@@ -70,7 +73,7 @@ void nll_total(__global T* out, __global const T* x, __global const long* target
     }
     if (t == 0) {
         const T total = scratch[0] + scratch[1];
-        out[0] = L.v[3] ? total / (scratch[2] + scratch[3]) : total;
+        ST_P(out, 0, L.v[3] ? total / (scratch[2] + scratch[3]) : total);
     }
 }
 
@@ -96,7 +99,7 @@ void nll_count(__global T* out, __global const long* target, const long ignore,
 }
 
 // one work-item per element of the (N, C) gradient
-__kernel void nll_grad(__global T* out, __global const T* grad_output,
+__kernel void nll_grad(__global P* out, __global const P* grad_output,
                        __global const long* target, __global const T* count,
                        const long ignore, const layout_t L)
 {
@@ -107,11 +110,11 @@ __kernel void nll_grad(__global T* out, __global const T* grad_output,
     const int i = e / C, j = e % C;
     const long label = target[i];
     if (label == ignore || j != label) {  // an ignored label: exactly 0 (PyTorch)
-        out[e] = 0;
+        ST_P(out, e, (T)0);
         return;
     }
-    T g = L.v[4] ? grad_output[i] : grad_output[0];
+    T g = L.v[4] ? LD_P(grad_output, i) : LD_P(grad_output, 0);
     if (L.v[3])
         g = g / count[0];
-    out[e] = (T)0 + (-g);
+    ST_P(out, e, (T)0 + (-g));
 }

@@ -4,7 +4,8 @@
 // rules out), with contraction into fused multiply-adds off, so a device whose division and
 // sqrt round correctly gives the fallback's bits. Options are runtime flags, not #defines:
 // one program per dtype serves every configuration.
-// #defines: T. The hyperparameters arrive in one struct (S.v[...], named below), already
+// #defines: T (arithmetic), P (the buffers' element type, read by LD_P, written by ST_P: a
+// half is computed in float and each buffer rounded once when stored). The hyperparameters arrive in one struct (S.v[...], named below), already
 // rounded to T as the fallback's scalar operands are; every parameter of an optimizer shares
 // it, so the host sets that argument once, not once per parameter.
 
@@ -23,7 +24,7 @@ typedef struct { T v[9]; } scalars_t;
 // NumPy's maximum: NaN propagates
 inline T maximum_(const T a, const T b) { return (a > b || a != a) ? a : b; }
 
-__kernel void sgd_step(__global T* param, __global const T* grad, __global T* buf,
+__kernel void sgd_step(__global P* param, __global const P* grad, __global P* buf,
                        const int n, const int flags, const scalars_t S)
 {
     const T lr = S.v[0], momentum = S.v[1], one_minus_dampening = S.v[2];
@@ -31,20 +32,21 @@ __kernel void sgd_step(__global T* param, __global const T* grad, __global T* bu
     const int i = get_global_id(0);
     if (i >= n)
         return;
-    const T p = param[i];
-    T g = grad[i];
+    const T p = LD_P(param, i);
+    T g = LD_P(grad, i);
     if (flags & WEIGHT_DECAY)
         g = g + p * weight_decay;
     if (flags & MOMENTUM) {
-        const T b = (flags & FIRST_STEP) ? g : buf[i] * momentum + g * one_minus_dampening;
-        buf[i] = b;
+        const T b = (flags & FIRST_STEP) ? g
+                                         : LD_P(buf, i) * momentum + g * one_minus_dampening;
+        ST_P(buf, i, b);
         g = (flags & NESTEROV) ? g + b * momentum : b;
     }
-    param[i] = p - g * lr;
+    ST_P(param, i, p - g * lr);
 }
 
-__kernel void rmsprop_step(__global T* param, __global const T* grad, __global T* square_avg,
-                           __global T* grad_avg, __global T* buf, const int n, const int flags,
+__kernel void rmsprop_step(__global P* param, __global const P* grad, __global P* square_avg,
+                           __global P* grad_avg, __global P* buf, const int n, const int flags,
                            const scalars_t S)
 {
     const T lr = S.v[0], alpha = S.v[1], one_minus_alpha = S.v[2], eps = S.v[3];
@@ -52,31 +54,31 @@ __kernel void rmsprop_step(__global T* param, __global const T* grad, __global T
     const int i = get_global_id(0);
     if (i >= n)
         return;
-    const T p = param[i];
-    T g = grad[i];
+    const T p = LD_P(param, i);
+    T g = LD_P(grad, i);
     if (flags & WEIGHT_DECAY)
         g = g + p * weight_decay;
-    const T v = square_avg[i] * alpha + (g * g) * one_minus_alpha;
-    square_avg[i] = v;
+    const T v = LD_P(square_avg, i) * alpha + (g * g) * one_minus_alpha;
+    ST_P(square_avg, i, v);
     T avg;
     if (flags & CENTERED) {
-        const T a = grad_avg[i] * alpha + g * one_minus_alpha;
-        grad_avg[i] = a;
+        const T a = LD_P(grad_avg, i) * alpha + g * one_minus_alpha;
+        ST_P(grad_avg, i, a);
         avg = sqrt(v - a * a) + eps;
     } else {
         avg = sqrt(v) + eps;
     }
     if (flags & MOMENTUM) {
-        const T b = buf[i] * momentum + g / avg;
-        buf[i] = b;
-        param[i] = p - b * lr;
+        const T b = LD_P(buf, i) * momentum + g / avg;
+        ST_P(buf, i, b);
+        ST_P(param, i, p - b * lr);
     } else {
-        param[i] = p - (g / avg) * lr;
+        ST_P(param, i, p - (g / avg) * lr);
     }
 }
 
-__kernel void adam_step(__global T* param, __global const T* grad, __global T* exp_avg,
-                        __global T* exp_avg_sq, __global T* max_exp_avg_sq, const int n,
+__kernel void adam_step(__global P* param, __global const P* grad, __global P* exp_avg,
+                        __global P* exp_avg_sq, __global P* max_exp_avg_sq, const int n,
                         const int flags, const scalars_t S)
 {
     const T decay_factor = S.v[0], weight_decay = S.v[1], beta1 = S.v[2];
@@ -85,20 +87,20 @@ __kernel void adam_step(__global T* param, __global const T* grad, __global T* e
     const int i = get_global_id(0);
     if (i >= n)
         return;
-    T p = param[i];
-    T g = grad[i];
+    T p = LD_P(param, i);
+    T g = LD_P(grad, i);
     if ((flags & WEIGHT_DECAY) && (flags & DECOUPLED))
         p = p * decay_factor;
     else if (flags & WEIGHT_DECAY)
         g = g + p * weight_decay;
-    const T m = exp_avg[i] * beta1 + g * one_minus_beta1;
-    exp_avg[i] = m;
-    T v = exp_avg_sq[i] * beta2 + (g * g) * one_minus_beta2;
-    exp_avg_sq[i] = v;
+    const T m = LD_P(exp_avg, i) * beta1 + g * one_minus_beta1;
+    ST_P(exp_avg, i, m);
+    T v = LD_P(exp_avg_sq, i) * beta2 + (g * g) * one_minus_beta2;
+    ST_P(exp_avg_sq, i, v);
     if (flags & AMSGRAD) {
-        v = maximum_(max_exp_avg_sq[i], v);
-        max_exp_avg_sq[i] = v;
+        v = maximum_(LD_P(max_exp_avg_sq, i), v);
+        ST_P(max_exp_avg_sq, i, v);
     }
     const T denom = sqrt(v) / sqrt_bias_correction2 + eps;
-    param[i] = p - (m / denom) * step_size;
+    ST_P(param, i, p - (m / denom) * step_size);
 }

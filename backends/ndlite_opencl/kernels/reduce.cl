@@ -3,7 +3,7 @@
 //   reduce_group:  a work-group of WG items per (output, chunk) with a tree in local memory;
 //                  with P > 1 chunks per output it writes partials that a second pass reduces.
 // Both orders are fixed by the shapes alone, so results are bitwise the same run to run.
-// #defines: T (input), TA (accumulator/output), FLOAT_ACC, REDUCE (one of R_SUM, R_MAX,
+// #defines: T (input, read by LD_T: a half is read as a float), TA (accumulator/output), FLOAT_ACC, REDUCE (one of R_SUM, R_MAX,
 //   R_MIN, R_ARGMAX), NOUT / NRED (collapsed kept / reduced dims), WG, INDEXED (the input
 //   carries int64 indices: the second pass of argmax), IDENTITY, CONTIG (one reduced dim of
 //   stride 1: rows contiguous in memory).
@@ -170,11 +170,11 @@ __kernel void reduce_serial(__global TA* out, __global long* out_index,
     const IDX step = RED_STRIDE(0);
     IDX o = base;
     for (IDX k = 0; k < K; ++k, o += step)
-        FEED((TA)x[o], INDEX_OF(o, k))
+        FEED((TA)LD_T(x, o), INDEX_OF(o, k))
 #else
     for (IDX k = 0; k < K; ++k) {
         const IDX o = base + reduced_offset(L, k);
-        FEED((TA)x[o], INDEX_OF(o, k))
+        FEED((TA)LD_T(x, o), INDEX_OF(o, k))
     }
 #endif
     FEED_END
@@ -206,8 +206,9 @@ void reduce_group(__global TA* out, __global long* out_index,
     // added as a tree (a short dependency chain for CPUs), then into the compensated total
     for (; k + 7 * WG < end; k += 8 * WG) {
         __global const T* p = x + base + k;
-        const TA v0 = p[0], v1 = p[WG], v2 = p[2 * WG], v3 = p[3 * WG];
-        const TA v4 = p[4 * WG], v5 = p[5 * WG], v6 = p[6 * WG], v7 = p[7 * WG];
+        const TA v0 = LD_T(p, 0), v1 = LD_T(p, WG), v2 = LD_T(p, 2 * WG);
+        const TA v3 = LD_T(p, 3 * WG), v4 = LD_T(p, 4 * WG), v5 = LD_T(p, 5 * WG);
+        const TA v6 = LD_T(p, 6 * WG), v7 = LD_T(p, 7 * WG);
         acc_push(&a, ((v0 + v1) + (v2 + v3)) + ((v4 + v5) + (v6 + v7)), 0);
     }
 #endif
@@ -217,7 +218,7 @@ void reduce_group(__global TA* out, __global long* out_index,
 #else
         const IDX o = base + reduced_offset(L, k);
 #endif
-        FEED((TA)x[o], INDEX_OF(o, k))
+        FEED((TA)LD_T(x, o), INDEX_OF(o, k))
     }
     FEED_END
     scratch[t] = a;

@@ -4,7 +4,8 @@
 //   log_softmax_group: a work-group of WG per row (few long rows), a tree in local memory.
 // Sums of exp are compensated (Neumaier): a long row stays within a few ulp. Fixed orders:
 // bitwise the same run to run.
-// #defines: T, WG. Layout: rows, L, inner.
+// #defines: T (arithmetic), P (the buffers' element type, read by LD_P and written by ST_P: a
+// half is computed in float, the result rounded once), WG. Layout: rows, L, inner.
 
 typedef struct { T s; T c; } sum_t;
 
@@ -18,7 +19,7 @@ inline void sum_add(sum_t* a, const T x)
 // NaN propagates through the max as through the fallback's max reduction
 inline T max_(const T a, const T b) { return (a > b || a != a) ? a : b; }
 
-__kernel void log_softmax_rows(__global T* out, __global const T* x, const layout_t L)
+__kernel void log_softmax_rows(__global P* out, __global const P* x, const layout_t L)
 {
     const int r = get_global_id(0);
     if (r >= L.v[0])
@@ -27,17 +28,17 @@ __kernel void log_softmax_rows(__global T* out, __global const T* x, const layou
     const int base = (r / inner) * len * inner + r % inner;
     T m = -INFINITY;
     for (int k = 0; k < len; ++k)
-        m = max_(m, x[base + k * inner]);
+        m = max_(m, LD_P(x, base + k * inner));
     sum_t s = {0, 0};
     for (int k = 0; k < len; ++k)
-        sum_add(&s, exp(x[base + k * inner] - m));
+        sum_add(&s, exp(LD_P(x, base + k * inner) - m));
     const T lse = log(s.s + s.c);
     for (int k = 0; k < len; ++k)
-        out[base + k * inner] = (x[base + k * inner] - m) - lse;
+        ST_P(out, base + k * inner, (LD_P(x, base + k * inner) - m) - lse);
 }
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void log_softmax_group(__global T* out, __global const T* x, const layout_t L)
+void log_softmax_group(__global P* out, __global const P* x, const layout_t L)
 {
     __local T scratch[2 * WG];
     const int r = get_group_id(0), t = get_local_id(0);
@@ -45,7 +46,7 @@ void log_softmax_group(__global T* out, __global const T* x, const layout_t L)
     const int base = (r / inner) * len * inner + r % inner;
     T m = -INFINITY;
     for (int k = t; k < len; k += WG)
-        m = max_(m, x[base + k * inner]);
+        m = max_(m, LD_P(x, base + k * inner));
     scratch[t] = m;
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int width = WG / 2; width > 0; width >>= 1) {
@@ -57,7 +58,7 @@ void log_softmax_group(__global T* out, __global const T* x, const layout_t L)
     barrier(CLK_LOCAL_MEM_FENCE);
     sum_t s = {0, 0};
     for (int k = t; k < len; k += WG)
-        sum_add(&s, exp(x[base + k * inner] - m));
+        sum_add(&s, exp(LD_P(x, base + k * inner) - m));
     scratch[2 * t] = s.s;
     scratch[2 * t + 1] = s.c;
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -73,5 +74,5 @@ void log_softmax_group(__global T* out, __global const T* x, const layout_t L)
     }
     const T lse = log(scratch[0] + scratch[1]);
     for (int k = t; k < len; k += WG)
-        out[base + k * inner] = (x[base + k * inner] - m) - lse;
+        ST_P(out, base + k * inner, (LD_P(x, base + k * inner) - m) - lse);
 }

@@ -7,7 +7,10 @@
 //     (a power of two; 1 on a CPU) per row, reductions as a fixed tree in local memory;
 //   layer_norm_columns, column_total: the weight and bias gradients' column sums, per block
 //     of rows in ascending row order, then the blocks in ascending order.
-// #defines: T, IDX, WG. Layouts: see each kernel.
+// #defines: T (arithmetic), IDX, WG, P (the element type of the tensors' buffers, read by LD_P
+// and written by ST_P: a half is computed in float and rounded once when stored; partial sums
+// and layer norm's mean and rstd are T, float32 for halves, as PyTorch keeps them).
+// Layouts: see each kernel.
 
 inline T group_sum(T v, __local T* scratch)
 {
@@ -43,7 +46,7 @@ inline T group_max(T v, __local T* scratch)
 
 // ---- embedding_grad (layouts: chunks, D / rows, D) -------------------------------------------
 
-__kernel void segment_chunks(__global T* partial, __global const T* grad,
+__kernel void segment_chunks(__global T* partial, __global const P* grad,
                              __global const long* order, __global const long* bounds,
                              const layout_t L)
 {
@@ -53,11 +56,11 @@ __kernel void segment_chunks(__global T* partial, __global const T* grad,
     const IDX c = e / D, d = e - c * D;
     T acc = 0;
     for (long p = bounds[c]; p < bounds[c + 1]; ++p)
-        acc += grad[(IDX)order[p] * D + d];
+        acc += LD_P(grad, (IDX)order[p] * D + d);
     partial[e] = acc;
 }
 
-__kernel void segment_rows(__global T* out, __global const T* partial,
+__kernel void segment_rows(__global P* out, __global const T* partial,
                            __global const long* row_bounds, const layout_t L)
 {
     const IDX e = get_global_id(0), D = L.v[1];
@@ -67,36 +70,36 @@ __kernel void segment_rows(__global T* out, __global const T* partial,
     T acc = 0;
     for (long c = row_bounds[r]; c < row_bounds[r + 1]; ++c)
         acc += partial[(IDX)c * D + d];
-    out[e] = acc;
+    ST_P(out, e, acc);
 }
 
 // ---- layer_norm (layout: R, D, rows per block, blocks) ---------------------------------------
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void layer_norm(__global T* y, __global T* mean, __global T* rstd, __global const T* x,
-                __global const T* weight, __global const T* bias, const T eps, const layout_t L)
+void layer_norm(__global P* y, __global T* mean, __global T* rstd, __global const P* x,
+                __global const P* weight, __global const P* bias, const T eps, const layout_t L)
 {
     __local T scratch[WG];
     const IDX r = get_group_id(0), D = L.v[1];
     const int t = get_local_id(0);
-    __global const T* row = x + r * D;
+    __global const P* row = x + r * D;
     T s = 0;
     for (IDX j = t; j < D; j += WG)
-        s += row[j];
+        s += LD_P(row, j);
     const T mu = group_sum(s, scratch) / (T)D;
     T q = 0;
     for (IDX j = t; j < D; j += WG) {
-        const T c = row[j] - mu;
+        const T c = LD_P(row, j) - mu;
         q += c * c;
     }
     const T rs = (T)1 / sqrt(group_sum(q, scratch) / (T)D + eps);
     for (IDX j = t; j < D; j += WG) {
-        T v = (row[j] - mu) * rs;
+        T v = (LD_P(row, j) - mu) * rs;
         if (weight)
-            v = v * weight[j];
+            v = v * LD_P(weight, j);
         if (bias)
-            v = v + bias[j];
-        y[r * D + j] = v;
+            v = v + LD_P(bias, j);
+        ST_P(y, r * D + j, v);
     }
     if (t == 0) {
         mean[r] = mu;
@@ -105,8 +108,8 @@ void layer_norm(__global T* y, __global T* mean, __global T* rstd, __global cons
 }
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void layer_norm_grad(__global T* grad_x, __global const T* grad, __global const T* x,
-                     __global const T* weight, __global const T* mean,
+void layer_norm_grad(__global P* grad_x, __global const P* grad, __global const P* x,
+                     __global const P* weight, __global const T* mean,
                      __global const T* rstd, const layout_t L)
 {
     __local T scratch[WG];
@@ -115,21 +118,21 @@ void layer_norm_grad(__global T* grad_x, __global const T* grad, __global const 
     const T mu = mean[r], rs = rstd[r];
     T s1 = 0, s2 = 0;
     for (IDX j = t; j < D; j += WG) {
-        const T gw = weight ? grad[r * D + j] * weight[j] : grad[r * D + j];
+        const T gw = weight ? LD_P(grad, r * D + j) * LD_P(weight, j) : LD_P(grad, r * D + j);
         s1 += gw;
-        s2 += gw * ((x[r * D + j] - mu) * rs);
+        s2 += gw * ((LD_P(x, r * D + j) - mu) * rs);
     }
     const T m1 = group_sum(s1, scratch) / (T)D;
     const T m2 = group_sum(s2, scratch) / (T)D;
     for (IDX j = t; j < D; j += WG) {
-        const T gw = weight ? grad[r * D + j] * weight[j] : grad[r * D + j];
-        const T xhat = (x[r * D + j] - mu) * rs;
-        grad_x[r * D + j] = ((gw - m1) - xhat * m2) * rs;
+        const T gw = weight ? LD_P(grad, r * D + j) * LD_P(weight, j) : LD_P(grad, r * D + j);
+        const T xhat = (LD_P(x, r * D + j) - mu) * rs;
+        ST_P(grad_x, r * D + j, ((gw - m1) - xhat * m2) * rs);
     }
 }
 
 __kernel void layer_norm_columns(__global T* partial_w, __global T* partial_b,
-                                 __global const T* grad, __global const T* x,
+                                 __global const P* grad, __global const P* x,
                                  __global const T* mean, __global const T* rstd,
                                  const layout_t L)
 {
@@ -140,8 +143,8 @@ __kernel void layer_norm_columns(__global T* partial_w, __global T* partial_b,
     const IDX end = (q + 1) * per < R ? (q + 1) * per : R;
     T sw = 0, sb = 0;
     for (IDX r = q * per; r < end; ++r) {
-        const T g = grad[r * D + d];
-        sw += g * ((x[r * D + d] - mean[r]) * rstd[r]);
+        const T g = LD_P(grad, r * D + d);
+        sw += g * ((LD_P(x, r * D + d) - mean[r]) * rstd[r]);
         sb += g;
     }
     if (partial_w)
@@ -150,7 +153,7 @@ __kernel void layer_norm_columns(__global T* partial_w, __global T* partial_b,
         partial_b[e] = sb;
 }
 
-__kernel void column_total(__global T* out, __global const T* partial, const layout_t L)
+__kernel void column_total(__global P* out, __global const T* partial, const layout_t L)
 {
     const IDX d = get_global_id(0), D = L.v[1];
     if (d >= D)
@@ -158,34 +161,34 @@ __kernel void column_total(__global T* out, __global const T* partial, const lay
     T acc = 0;
     for (IDX q = 0; q < L.v[3]; ++q)
         acc += partial[q * D + d];
-    out[d] = acc;
+    ST_P(out, d, acc);
 }
 
 // ---- causal softmax (layout: rows, L, S, 0) --------------------------------------------------
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void causal_softmax(__global T* out, __global const T* x, const T scale, const layout_t L)
+void causal_softmax(__global P* out, __global const P* x, const T scale, const layout_t L)
 {
     __local T scratch[WG];
     const IDX r = get_group_id(0), S = L.v[2];
     const int t = get_local_id(0);
     const IDX i = r % L.v[1];
     const IDX keep = i + 1 < S ? i + 1 : S;
-    __global const T* row = x + r * S;
-    T m = row[0] * scale;  // key 0 is always kept: every item starts from it
+    __global const P* row = x + r * S;
+    T m = LD_P(row, 0) * scale;  // key 0 is always kept: every item starts from it
     for (IDX j = t; j < keep; j += WG)
-        m = max_(m, row[j] * scale);
+        m = max_(m, LD_P(row, j) * scale);
     m = group_max(m, scratch);
     T s = 0;
     for (IDX j = t; j < keep; j += WG)
-        s += exp(row[j] * scale - m);
+        s += exp(LD_P(row, j) * scale - m);
     s = group_sum(s, scratch);
     for (IDX j = t; j < S; j += WG)
-        out[r * S + j] = j < keep ? exp(row[j] * scale - m) / s : (T)0;
+        ST_P(out, r * S + j, j < keep ? exp(LD_P(row, j) * scale - m) / s : (T)0);
 }
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void causal_softmax_grad(__global T* grad_x, __global const T* grad, __global const T* out,
+void causal_softmax_grad(__global P* grad_x, __global const P* grad, __global const P* out,
                          const T scale, const layout_t L)
 {
     __local T scratch[WG];
@@ -195,16 +198,17 @@ void causal_softmax_grad(__global T* grad_x, __global const T* grad, __global co
     const IDX keep = i + 1 < S ? i + 1 : S;
     T s = 0;
     for (IDX j = t; j < keep; j += WG)
-        s += grad[r * S + j] * out[r * S + j];
+        s += LD_P(grad, r * S + j) * LD_P(out, r * S + j);
     s = group_sum(s, scratch);
     for (IDX j = t; j < S; j += WG)
-        grad_x[r * S + j] = j < keep ? (out[r * S + j] * (grad[r * S + j] - s)) * scale : (T)0;
+        ST_P(grad_x, r * S + j,
+             j < keep ? (LD_P(out, r * S + j) * (LD_P(grad, r * S + j) - s)) * scale : (T)0);
 }
 
 // ---- dropout_mask: out[i] = scale where splitmix64(seed + (i + 1) * golden) >> 40 reaches
 // threshold, else 0 (ndlite/device/transformer_fallbacks.py) ------------------------------------
 
-__kernel void dropout_mask(__global T* out, const ulong seed, const ulong threshold,
+__kernel void dropout_mask(__global P* out, const ulong seed, const ulong threshold,
                            const T scale, const long n)
 {
     const long i = get_global_id(0);
@@ -214,5 +218,5 @@ __kernel void dropout_mask(__global T* out, const ulong seed, const ulong thresh
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9UL;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBUL;
     z = z ^ (z >> 31);
-    out[i] = (z >> 40) >= threshold ? scale : (T)0;
+    ST_P(out, i, (z >> 40) >= threshold ? scale : (T)0);
 }
