@@ -149,7 +149,7 @@ def _bound(spec, inputs: list, params: dict) -> np.ndarray:
 
 
 def _plus_zero(a: np.ndarray) -> np.ndarray:
-    return a + a.dtype.type(0) if is_floating(a.dtype) else a  # -0.0 + 0.0 is +0.0
+    return np.asarray(a + a.dtype.type(0)) if is_floating(a.dtype) else a  # -0.0 + 0.0: +0.0
 
 
 def _expected_dtype(reference: np.ndarray, dtype: np.dtype) -> np.dtype:
@@ -251,11 +251,12 @@ def compare(op, case: Case, backend, dtype, seed: int = 0, determinism: bool = T
     if grad or tol != EXACT:
         magnitude, counts = _scale_runs(fn, case, cots, grad)
 
-    if spec.zero_ties:  # either zero of a -0.0/0.0 tie (Spec.zero_ties): both made +0.0
-        actual.outputs, reference.outputs = ([_plus_zero(o) for o in run.outputs]
-                                             for run in (actual, reference))
+    judged, wanted = actual, reference
+    if spec.zero_ties:  # either zero of a -0.0/0.0 tie (Spec.zero_ties): both judged as +0.0
+        judged, wanted = (Run([_plus_zero(o) for o in run.outputs], run.grads)
+                          for run in (actual, reference))
     own = spec.bound is not None and order == 1
-    _judge_values(outcome, actual, reference, (tol, half_tol), dtype, magnitude, counts,
+    _judge_values(outcome, judged, wanted, (tol, half_tol), dtype, magnitude, counts,
                   _bound(spec, case.inputs, case.params) if own and tol == SCALED else None)
 
     grad_tol = TRANSCENDENTAL if tol == TRANSCENDENTAL else SCALED
