@@ -86,3 +86,20 @@ def test_signed_zero_ties_of_max_reductions_may_give_either_zero():
     from ndlite.testing.catalog import get_op
 
     assert get_op("amax").spec.zero_ties and not get_op("neg").spec.zero_ties
+
+
+def test_registering_the_profiles_again_and_again_keeps_hypothesis_working():
+    # each registration once chained one more fallback settings object (its parent was the
+    # loaded profile): after a few hundred `ndlite conformance` runs in one process,
+    # hypothesis hit a RecursionError walking the chain
+    from hypothesis import settings
+
+    from ndlite.testing import register_profiles
+
+    for _ in range(50):
+        name = register_profiles()
+    depth, s = 0, settings.default
+    while s is not None:
+        s, depth = getattr(s, "_fallback", None), depth + 1
+    assert depth <= 3
+    assert settings.default.max_examples == settings.get_profile(name).max_examples
