@@ -74,3 +74,23 @@ def ndlite_backend(request):
     if found is None:
         pytest.skip(f"backend {name} unavailable: {why}")
     return found
+
+
+# hypothesis' own pytest plugin (6.170) gives a parametrized @given test a new settings object
+# on every invocation, whose parent is the one the previous invocation left: the chain grows
+# by one per parameter set, and the kit's test_op (ops x dtypes x backends, over a thousand
+# sets) ended in a RecursionError inside hypothesis. Each invocation gets back the settings
+# the test had before it. (Attributes only: this imports no hypothesis.)
+_SETTINGS = "_hypothesis_internal_use_settings"
+
+
+def pytest_runtest_setup(item) -> None:
+    fn = getattr(getattr(item, "obj", None), "__func__", getattr(item, "obj", None))
+    if getattr(fn, "is_hypothesis_test", False):
+        item._ndlite_hypothesis_settings = (fn, getattr(fn, _SETTINGS, None))
+
+
+def pytest_runtest_teardown(item) -> None:
+    saved = getattr(item, "_ndlite_hypothesis_settings", None)
+    if saved is not None and saved[1] is not None:
+        setattr(saved[0], _SETTINGS, saved[1])
