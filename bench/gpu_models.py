@@ -3,6 +3,8 @@
 - seed_cnn: one epoch of the seed CNN (ndlite.nn.models.mnist_cnn, RMSprop lr 1e-3, batch 128)
   over MNIST (--mnist-dir, else the bundled 6000-image subset, said in the row), every step
   from host batches to loss.item() as bench/cupy_train.py and `ndlite train` do;
+- seed_cnn_graph (cupy only): the same epoch with ndlite's step recorded once as a CUDA graph
+  (ndlite.cuda.capture) and replayed for every full batch, against PyTorch's eager epoch;
 - resnet18_cifar: a training step of ResNet-18 for 3x32x32 inputs (bench/models_torch.py),
   batch 128, SGD lr 0.01 momentum 0.9, cross-entropy, random data already on the device;
 - char_gpt: a training step of ndlite.nn.GPT(vocab 65, block 256, 6 layers, 6 heads, width 384,
@@ -47,11 +49,14 @@ import ndlite  # noqa: E402
 from ndlite.benchmark import machine_info  # noqa: E402
 from ndlite.device.registry import probe  # noqa: E402
 
-WORKLOADS = ("seed_cnn", "resnet18_cifar", "char_gpt")
-BATCH = {"seed_cnn": 128, "resnet18_cifar": 128, "char_gpt": 64}
+WORKLOADS = ("seed_cnn", "seed_cnn_graph", "resnet18_cifar", "char_gpt")
+BATCH = {"seed_cnn": 128, "seed_cnn_graph": 128, "resnet18_cifar": 128, "char_gpt": 64}
+#: workloads timed per epoch of host batches (the others per step on device batches)
+EPOCHS = ("seed_cnn", "seed_cnn_graph")
 GPT = {"vocab_size": 65, "block_size": 256, "n_layer": 6, "n_head": 6, "n_embd": 384,
        "dropout": 0.2}
-OPTIMIZER = {"seed_cnn": "RMSprop lr 1e-3", "resnet18_cifar": "SGD lr 0.01 momentum 0.9",
+OPTIMIZER = {"seed_cnn": "RMSprop lr 1e-3", "seed_cnn_graph": "RMSprop lr 1e-3",
+             "resnet18_cifar": "SGD lr 0.01 momentum 0.9",
              "char_gpt": "AdamW lr 3e-4 (weight_decay 0.01)"}
 
 
@@ -67,7 +72,7 @@ class Side:
         self.where = where  # an ndlite backend, or a torch device string
         self.functional = nn.functional
         fw.manual_seed(0)
-        if workload == "seed_cnn":
+        if workload in EPOCHS:
             self.model = torch_seed_cnn() if self.is_torch else ndlite.nn.models.mnist_cnn()
         elif workload == "resnet18_cifar":
             self.model = resnet18_cifar(nn)
@@ -75,13 +80,14 @@ class Side:
             self.model = TorchGPT(**GPT) if self.is_torch else ndlite.nn.GPT(**GPT)
         self.model.to(where)
         params = self.model.parameters()
-        self.opt = (optim.RMSprop(params, lr=1e-3) if workload == "seed_cnn" else
+        self.opt = (optim.RMSprop(params, lr=1e-3) if workload in EPOCHS else
                     optim.SGD(params, lr=0.01, momentum=0.9) if workload == "resnet18_cifar"
                     else optim.AdamW(params, lr=3e-4))
         self.host_batches = host_batches
         # seed_cnn copies each host batch in its step; the others step on device batches
-        self.device_batches = [] if workload == "seed_cnn" else \
+        self.device_batches = [] if workload in EPOCHS else \
             [(self.to(x), self.to(y)) for x, y in host_batches]
+        self.graph = None  # seed_cnn_graph: the recorded step, made at the first full batch
 
     def to(self, array):
         if self.is_torch:
@@ -90,7 +96,7 @@ class Side:
 
     def loss(self, x, y):
         F = self.functional
-        if self.workload == "seed_cnn":
+        if self.workload in EPOCHS:
             return F.nll_loss(self.model(x), y)
         if self.workload == "resnet18_cifar":
             return F.cross_entropy(self.model(x), y)
@@ -105,7 +111,17 @@ class Side:
 
     def steps(self, n: int) -> None:
         """n training steps; seed_cnn: each from a host batch to loss.item() (n=0: an epoch)."""
-        if self.workload == "seed_cnn":
+        if self.workload == "seed_cnn_graph" and not self.is_torch:
+            for x, y in self.host_batches[:n or None]:
+                if len(y) != self.batch:  # the short last batch: eager, as `ndlite train`
+                    self.step(self.to(x), self.to(y)).item()
+                elif self.graph is None:  # records after one eager warm-up step on (x, y)
+                    self.graph = ndlite.cuda.capture(self.step, x, y, optimizers=[self.opt])
+                    self.graph(x, y).item()
+                else:
+                    self.graph(x, y).item()
+            return
+        if self.workload in EPOCHS:
             for x, y in self.host_batches[:n or None]:
                 self.step(self.to(x), self.to(y)).item()
             return
@@ -164,7 +180,7 @@ class Side:
 def host_batches(workload: str, batch: int, args) -> tuple[list, str]:
     """The host batches of a workload and a line saying where they come from."""
     rng = np.random.default_rng(0)
-    if workload == "seed_cnn":
+    if workload in EPOCHS:
         from ndlite.data import MNIST
 
         data, source = None, ""
@@ -206,7 +222,7 @@ def run_row(workload: str, backend, torch, args, missing: dict) -> dict:
            "device": ours.device_name(),
            "torch_device": theirs.device_name() if theirs else None, "batch": batch,
            "optimizer": OPTIMIZER[workload], "data": source,
-           "unit": "epoch" if workload == "seed_cnn" else "step"}
+           "unit": "epoch" if workload in EPOCHS else "step"}
     if theirs is not None:
         row["check"] = check = same_model(ours, theirs)
         for dtype, c in check.items():
@@ -220,10 +236,10 @@ def run_row(workload: str, backend, torch, args, missing: dict) -> dict:
     sides = [s for s in (ours, theirs) if s is not None]
     for side in sides:
         side.steps(args.warmup)
-        if workload == "seed_cnn" and len(batches[-1][1]) != batch:  # the short last batch
+        if workload in EPOCHS and len(batches[-1][1]) != batch:  # the short last batch
             side.step(side.to(batches[-1][0]), side.to(batches[-1][1])).item()
-    per_block = 0 if workload == "seed_cnn" else args.steps
-    units = 1 if workload == "seed_cnn" else args.steps
+    per_block = 0 if workload in EPOCHS else args.steps
+    units = 1 if workload in EPOCHS else args.steps
     samples = {"ndlite": [], "torch": []}
     walls = {"ndlite": [], "torch": []}
     for _ in range(args.rounds):
@@ -238,9 +254,9 @@ def run_row(workload: str, backend, torch, args, missing: dict) -> dict:
                samples_ms=samples, samples_n={k: len(v) for k, v in samples.items()},
                median_ms=medians, wall_median_ms={k: statistics.median(v) if v else None
                                                   for k, v in walls.items()},
-               steps_per_block=units if workload != "seed_cnn" else len(batches),
+               steps_per_block=units if workload not in EPOCHS else len(batches),
                warmup_steps=args.warmup)
-    if workload == "seed_cnn":
+    if workload in EPOCHS:
         row["images"] = sum(len(y) for _, y in batches)
         row["step_ms"] = {k: v / len(batches) if v else None for k, v in medians.items()}
     ratio = f"{row['ratio']:.2f}x" if row["ratio"] else "n/a"
@@ -343,6 +359,8 @@ def main(argv=None) -> int:
     rows = []
     for workload in args.workloads:
         for backend in backends:
+            if workload == "seed_cnn_graph" and backend.kind != "cupy":
+                continue  # CUDA graphs: the cupy backend only
             rows.append(run_row(workload, backend, torch, args, missing))
             free_memory(torch)
     out = str(Path(args.out).absolute()) if args.cpu else (args.out or "gpu_models")
