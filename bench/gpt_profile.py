@@ -2,7 +2,7 @@
 events around every backend call (the outermost one only), summed per primitive over 3 steps
 after 3 warm-up steps, and the step's synchronized wall time over 20 steps (issue 14).
 
-    python bench/gpt_profile.py --data ../shared/data/tinyshakespeare/input.txt
+    python bench/gpt_profile.py --data ../shared/data/tinyshakespeare/input.txt [--amp bf16]
 
 The model is ndlite.nn.GPT(vocab, 256, 6, 6, 384, dropout 0.2) with AdamW at batch 64; the
 table in docs/cuda.md was measured with it on an H100.
@@ -27,6 +27,8 @@ import ndlite  # noqa: E402
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", required=True, help="a text file (tiny shakespeare)")
+    parser.add_argument("--amp", choices=["bf16", "fp16"], default=None,
+                        help="the forward under ndlite.autocast in this dtype")
     args = parser.parse_args()
     import cupy
 
@@ -37,9 +39,12 @@ def main() -> None:
     opt = ndlite.optim.AdamW(model.parameters(), lr=3e-4)
     rng = np.random.default_rng(0)
 
+    low = {"bf16": ndlite.bfloat16, "fp16": ndlite.float16}.get(args.amp)
+
     def step():
         x, y = data.batch("train", 64, 256, rng, b)
-        _, loss = model(x, y)
+        with ndlite.autocast(dtype=low, enabled=low is not None):
+            _, loss = model(x, y)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
