@@ -1,8 +1,11 @@
-"""Where the character GPT's training step spends its GPU time on the cupy backend: CUDA
-events around every backend call (the outermost one only), summed per primitive over 3 steps
-after 3 warm-up steps, and the step's synchronized wall time over 20 steps (issue 14).
+"""Where the character GPT's training step spends its GPU time on a GPU backend: on cupy, CUDA
+events around every backend call (the outermost one only); on another backend (--backend
+opencl), the wall time of each call with the device synchronized before and after it, which
+counts its host time too and serializes the step. Summed per primitive over 3 steps after 3
+warm-up steps, with the step's synchronized wall time over 20 steps (issue 14).
 
     python bench/gpt_profile.py --data ../shared/data/tinyshakespeare/input.txt [--amp bf16]
+    python bench/gpt_profile.py --data input.txt --backend opencl
 
 The model is ndlite.nn.GPT(vocab, 256, 6, 6, 384, dropout 0.2) with AdamW at batch 64; the
 table in docs/cuda.md was measured with it on an H100.
@@ -29,10 +32,9 @@ def main() -> None:
     parser.add_argument("--data", required=True, help="a text file (tiny shakespeare)")
     parser.add_argument("--amp", choices=["bf16", "fp16"], default=None,
                         help="the forward under ndlite.autocast in this dtype")
+    parser.add_argument("--backend", default="cupy")
     args = parser.parse_args()
-    import cupy
-
-    b = ndlite.get_backend("cupy")
+    b = ndlite.get_backend(args.backend)
     data = ndlite.data.CharText.from_file(args.data)
     ndlite.manual_seed(0)
     model = ndlite.nn.GPT(data.vocab_size, 256, 6, 6, 384, 0.2).to(b)
@@ -60,19 +62,18 @@ def main() -> None:
     print(f"{b.name}: {1000 * (time.perf_counter() - start) / 20:.1f} ms/step (wall)")
 
     records, depth = [], [0]
+    clock = Events() if b.kind == "cupy" else Synchronized(b)
 
     def timed(name, fn):
         def call(*a, **k):
             if depth[0]:  # inside another timed call: counted there
                 return fn(*a, **k)
             depth[0] += 1
-            begin, end = cupy.cuda.Event(), cupy.cuda.Event()
-            begin.record()
+            begin = clock.start()
             try:
                 return fn(*a, **k)
             finally:
-                end.record()
-                records.append((name, begin, end))
+                records.append((name, begin, clock.stop()))
                 depth[0] -= 1
         return call
 
@@ -83,14 +84,51 @@ def main() -> None:
             setattr(b, name, timed(name, fn))
     for _ in range(3):
         step()
-    cupy.cuda.Device().synchronize()
+    b.synchronize()
     total, calls = collections.defaultdict(float), collections.Counter()
     for name, begin, end in records:
-        total[name] += cupy.cuda.get_elapsed_time(begin, end) / 3
+        total[name] += clock.ms(begin, end) / 3
         calls[name] += 1
-    print(f"GPU ms per step by primitive (sum {sum(total.values()):.1f} ms)")
+    print(f"{clock.what} ms per step by primitive (sum {sum(total.values()):.1f} ms)")
     for name, ms in sorted(total.items(), key=lambda kv: -kv[1])[:25]:
         print(f"{name:24s} {ms:8.2f} ms  {calls[name] // 3:5d} calls")
+
+
+class Events:
+    """CUDA events: the GPU's time of a call."""
+    what = "GPU"
+
+    def __init__(self):
+        import cupy
+
+        self.cupy = cupy
+
+    def start(self):
+        event = self.cupy.cuda.Event()
+        event.record()
+        return event
+
+    stop = start
+
+    def ms(self, begin, end) -> float:
+        return self.cupy.cuda.get_elapsed_time(begin, end)
+
+
+class Synchronized:
+    """The wall time of a call between two synchronizations: its host and device time."""
+    what = "synchronized wall"
+
+    def __init__(self, backend):
+        self.backend = backend
+
+    def start(self) -> float:
+        self.backend.synchronize()
+        return time.perf_counter()
+
+    stop = start
+
+    def ms(self, begin, end) -> float:
+        return (end - begin) * 1e3
 
 
 if __name__ == "__main__":
