@@ -164,6 +164,7 @@ def check_all() -> None:
 
     b = get_backend("numpy")
     b._optimizer_table = None  # optim.py asks the backend whether a graph is being recorded
+    b._cudnn = None  # nn.py asks the backend for its cuDNN convolutions (cudnn.py): none here
     r = np.random.default_rng(0)
     check_conv(nn, fallbacks, b, r)
     check_pool(nn, fallbacks, b, r)
