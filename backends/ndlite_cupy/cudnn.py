@@ -6,10 +6,10 @@ Why: im2col writes kh*kw copies of the input and runs one GEMM over them; cuDNN'
 implicit-GEMM engines read the input once, and run float16/bfloat16 natively (float32
 accumulation) instead of on float32 copies. What ndlite keeps promising, and how:
 - float32 in full precision, halves accumulated in float32, bitwise equal run to run: the
-  engines are filtered as PyTorch filters them with TF32 off (the numerical notes in
-  `excluded_notes`: no TF32 tensor cores for float32, no down-converted inputs, no reduced
-  precision reductions, nothing nondeterministic). TF32 only with
-  `ndlite.backends.cudnn.allow_tf32 = True`;
+  engines are filtered as PyTorch filters them with TF32 off, and a little more (the
+  numerical notes in `excluded_notes`: no TF32 tensor cores for float32, no down-converted
+  inputs, no reduced-precision reductions, no FFT or Winograd, nothing nondeterministic).
+  TF32 only with `ndlite.backends.cudnn.allow_tf32 = True`;
 - every tensor's dims AND strides are set, outputs included: an output whose strides are
   left to cuDNN comes back channels-last even between NCHW inputs, and read as NCHW it is
   garbage (bench/results/cudnn_probe_h100.json);
@@ -109,6 +109,25 @@ def out_size(size, k, s, p, d) -> int:
     return (size + 2 * p - d * (k - 1) - 1) // s + 1
 
 
+def build_first_allowed(g) -> None:
+    """Build the first plan of g's ranked list that the note filter allows and that builds.
+
+    Walked here, one pinned plan at a time, rather than by g.build_plans() alone: the
+    frontend leaves the filter of the backend's plans to the backend, which refuses a
+    deselected plan with an error that need not be the type the frontend's own walk steps
+    over, so one deselected TF32 plan at the top of the list could end the whole walk."""
+    failures = []
+    for index in range(g.get_execution_plan_count()):
+        try:
+            g.select_plan(index)
+            g.build_plans()
+            return
+        except Exception as exc:  # noqa: BLE001 - deselected or unbuildable: the next one
+            failures.append(f"[{index}] {type(exc).__name__}: {exc}")
+    raise RuntimeError("no engine left after the numerical-note filter: "
+                       + ("; ".join(failures[:4]) or "the plan list is empty"))
+
+
 class Plan:
     """One planned graph: its uids in the order (first input, second input, output), its
     workspace bytes, and whether the ordered execute form works here (None: not tried)."""
@@ -128,6 +147,7 @@ class Convolutions:
         self.handle = None  # created at the first call, on `device`
         self.plans: dict = {}  # key -> Plan
         self.declined: dict = {}  # key -> why cuDNN did not plan it
+        self.unordered = ""  # why execute's ordered form failed here, if it did
         dt = cudnn.data_type
         self.types = {np.dtype(np.float32): dt.FLOAT, HALF[0]: dt.HALF}
         if len(HALF) > 1:
@@ -201,12 +221,15 @@ class Convolutions:
         return self.handle
 
     def excluded_notes(self, dtype, tf32: bool) -> list:
-        """The numerical notes of the engines ndlite does not run (PyTorch's filter with
-        TF32 off): tensor cores for float32 (TF32), unless allowed; down-converted inputs and
-        reduced-precision reductions (halves accumulate in float32); nondeterministic ones."""
+        """The numerical notes of the engines ndlite does not run. PyTorch's filter with TF32
+        off: tensor cores for float32 (TF32), unless allowed; down-converted inputs;
+        nondeterministic engines. Stricter than PyTorch: reduced-precision reductions (halves
+        accumulate in float32), and FFT and Winograd, whose error is not bounded by each
+        element's own sum of |x||w| as the tolerance policy asks of a contraction (FFT's
+        follows the whole input's norm, Winograd's transforms amplify it)."""
         note = self.cudnn.numerical_note
         excluded = [note.DOWN_CONVERT_INPUTS, note.REDUCED_PRECISION_REDUCTION,
-                    note.NONDETERMINISTIC]
+                    note.NONDETERMINISTIC, note.FFT, note.WINOGRAD]
         if dtype == np.float32 and not tf32:
             excluded.append(note.TENSOR_CORE)
         return excluded
@@ -240,7 +263,7 @@ class Convolutions:
         g.create_execution_plans([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
         g.deselect_numeric_notes(self.excluded_notes(dtype, tf32))
         g.check_support()
-        g.build_plans()  # raises when the filter left no engine that builds
+        build_first_allowed(g)
         return Plan(g, (a.get_uid(), b.get_uid(), out.get_uid()), int(g.get_workspace_size()))
 
     def _execute(self, plan: Plan, a, b, out) -> None:
@@ -259,6 +282,7 @@ class Convolutions:
                 plan.graph.execute(pointers, ws, handle=handle, tensor_uids=plan.uids)
                 plan.ordered = True
                 return
-            except (TypeError, ValueError, AttributeError, NotImplementedError):
-                plan.ordered = False  # an older frontend: the mapping form below
+            except Exception as exc:  # noqa: BLE001 - it refuses before launching: the mapping
+                plan.ordered = False  # form below, and the reason kept for a reader
+                self.unordered = f"{type(exc).__name__}: {exc}"
         plan.graph.execute(dict(zip(plan.uids, pointers)), ws, handle=handle)
