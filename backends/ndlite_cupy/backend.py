@@ -14,10 +14,12 @@ does differently from the contract:
   `to_numpy` (a copy), `assign` between overlapping buffers.
 
 The neural-network fast paths (convolution, pooling, log_softmax, nll_loss, optimizer steps)
-are CUDA kernels in nn.py and optim.py. CUDA graphs are a capability of this backend:
-`graph_recorder` hands out graph.py's GraphRecorder, which ndlite.cuda.capture drives; while a
-step is recorded, this class's own primitives look at `_recording` (host reads refuse,
-matmul takes the recordable cuBLAS path, `defer_host_check` keeps a check for each replay).
+are CUDA kernels in nn.py and optim.py; convolution goes to cuDNN first where its frontend is
+installed (cudnn.py, NDLITE_CUDNN=0 switches it off), ndlite's kernels taking what it
+declines. CUDA graphs are a capability of this backend: `graph_recorder` hands out graph.py's
+GraphRecorder, which ndlite.cuda.capture drives; while a step is recorded, this class's own
+primitives look at `_recording` (host reads refuse, matmul takes the recordable cuBLAS path,
+`defer_host_check` keeps a check for each replay).
 
 Memory comes from CuPy's pool with ndlite's out-of-memory rule (memory.py). float32 matmul
 never uses TF32 unless `ndlite.backends.cuda.matmul.allow_tf32` is set (see
@@ -35,7 +37,7 @@ import numpy as np
 from ndlite.device import Backend, BackendUnavailableError, XpBackend, flags
 from ndlite.dtypes import HALF
 
-from . import graph, half  # import no CuPy
+from . import cudnn, graph, half  # import no CuPy
 
 INSTALL = "pip install 'ndlite[cuda12]' or 'ndlite[cuda13]' (the one matching your CUDA driver)"
 
@@ -153,6 +155,8 @@ class CupyBackend(XpBackend):
     #: the hyperparameter table that fused optimizer steps write instead of launching with
     #: their values (while a step is recorded, or in a scalars-only pass before a replay)
     _optimizer_table = None
+    #: cudnn.Convolutions while cuDNN is on, else None (nn.py asks it first)
+    _cudnn = None
 
     def __init__(self, device: str | None = None, *, switch_device: bool | None = None):
         cupy = _import_cupy()
@@ -173,7 +177,10 @@ class CupyBackend(XpBackend):
 
         self._indexing, self._blas, self._nn, self._optim = indexing, blas, nn, optim
         self._transformer_kernels, self._columns = transformer, columns
-        half.install(self, cupy, _KERNEL_PRIMITIVES)  # float16/bfloat16 through float32
+        self._cudnn = cudnn.start(cupy, self._device)
+        # float16/bfloat16 through float32, but convolutions are cuDNN's in half when it is on
+        half.install(self, cupy, _KERNEL_PRIMITIVES,
+                     native=cudnn.CONVOLUTIONS if self._cudnn is not None else ())
         if switch_device is None:
             switch_device = index != cupy.cuda.runtime.getDevice()
         self.switch_device = switch_device
@@ -212,6 +219,7 @@ class CupyBackend(XpBackend):
             "cupy": cupy.__version__,
             "tf32": "on for float32 matmul" if flags.TF32["matmul"] else
                     "off (float32 matmul computes in CUBLAS_COMPUTE_32F)",
+            "cudnn": cudnn.describe(self._cudnn),
             "devices": devices,
         }
 

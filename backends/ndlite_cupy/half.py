@@ -5,10 +5,12 @@ reduction and fast path is wrapped once by ndlite.device.halfmath: a half call r
 copies and its result is rounded once (PyTorch's rule). Matrix products are the exception:
 cupy.matmul of 2-D halves calls cublasGemmEx with CUBLAS_COMPUTE_32F (float32 accumulation,
 tensor cores), which is what is wanted; a vector product, which CuPy sums in a half reduction
-kernel, goes through float32. And + - * / of two halves of one dtype run as CuPy's own half
-ufuncs: one operation computed wider and rounded once is the correctly rounded half result,
-the same bits as the float32 route, without its three extra passes (the bfloat16 GPT step
-spent 23 of its 61 ms in them). Imports no CuPy (the backend passes its module in).
+kernel, goes through float32. Convolutions are the other exception while cuDNN is on: cuDNN
+runs them in half with float32 accumulation (cudnn.py), nn.py takes float32 copies itself for
+what cuDNN declines. And + - * / of two halves of one dtype run as CuPy's own half ufuncs:
+one operation computed wider and rounded once is the correctly rounded half result, the same
+bits as the float32 route, without its three extra passes (the bfloat16 GPT step spent 23 of
+its 61 ms in them). Imports no CuPy (the backend passes its module in).
 """
 
 from __future__ import annotations
@@ -37,10 +39,11 @@ def halves(cupy) -> tuple:
     return tuple(d for d in HALF if d == np.float16 or major >= 14)
 
 
-def install(backend, cupy, kernel_primitives: tuple) -> None:
-    """Wrap the backend's half paths and list the halves in its dtypes."""
+def install(backend, cupy, kernel_primitives: tuple, native: tuple = ()) -> None:
+    """Wrap the backend's half paths and list the halves in its dtypes. `native` names the
+    methods that take halves themselves (the convolutions while cuDNN is on: cudnn.py)."""
     names = tuple(n for n in CONTRACTIONS if n != "matmul") + IN_PLACE + kernel_primitives
-    compute_in_float32(backend, names + BY_FLOAT32)
+    compute_in_float32(backend, tuple(n for n in names + BY_FLOAT32 if n not in native))
     for name, ufunc in NATIVE_BINARY.items():
         setattr(backend, name, native_binary(getattr(cupy, ufunc), getattr(backend, name)))
     backend.dtypes = Backend.dtypes | frozenset(halves(cupy))

@@ -1,10 +1,15 @@
 """The neural-network fast paths of the CuPy backend (protocol.py): convolution, pooling,
 log_softmax and the unweighted nll_loss, on the kernels in kernels/{conv,pool,loss}.cu.
 
-Convolution is im2col + cuBLAS. The columns keep the batch innermost, (C*kh*kw, N*OH*OW),
-so each group of a layer is ONE matrix product (blas.py: cublasGemmEx as cupy.matmul calls it,
-transposed operands passed as flags, never copied, float32 in full precision, and recordable
-in a CUDA graph). The price is a transpose between (O, N, OH*OW) and NCHW, one kernel.
+Convolution goes to cuDNN first (cudnn.py: float32, float16, bfloat16, while it is on); what
+it declines, float64, and everything when it is off run here. Halves that reach these
+functions (cuDNN on, so half.py leaves them unwrapped) run here on float32 copies, rounded once.
+
+ndlite's convolution is im2col + cuBLAS. The columns keep the batch innermost,
+(C*kh*kw, N*OH*OW), so each group of a layer is ONE matrix product (blas.py: cublasGemmEx as
+cupy.matmul calls it, transposed operands passed as flags, never copied, float32 in full
+precision, and recordable in a CUDA graph). The price is a transpose between (O, N, OH*OW)
+and NCHW, one kernel.
 - forward: im2col(x), weight (O, C*kh*kw) @ cols, transpose to (N, O, OH, OW);
 - grad_weight: grad_output transposed to (O, N*OH*OW) @ im2col(x)^T;
 - grad_input: weight^T @ grad_output transposed, then col2im: a gather, one thread per input
@@ -24,6 +29,8 @@ import cupy
 import numpy as np
 
 from ndlite.device import fallbacks
+from ndlite.device.halfmath import in_float32
+from ndlite.dtypes import HALF
 
 from . import blas
 from .kernels import launch, raw
@@ -84,6 +91,12 @@ def _covered(*arrays) -> bool:
 
 
 def conv2d(b, x, weight, stride, padding, dilation, groups):
+    if b._cudnn is not None:
+        y = b._cudnn.fprop(x, weight, stride, padding, dilation, groups, b._recording is not None)
+        if y is not None:
+            return y
+    if x.dtype in HALF:
+        return _IN_FLOAT32["conv2d"](b, x, weight, stride, padding, dilation, groups)
     if not _covered(x, weight):
         return fallbacks.conv2d(b, x, weight, stride, padding, dilation, groups)
     n = x.shape[0]
@@ -109,6 +122,14 @@ def _grad_rows(grad_output):
 
 
 def conv2d_grad_weight(b, x, grad_output, weight_shape, stride, padding, dilation, groups):
+    if b._cudnn is not None:
+        grad_weight = b._cudnn.wgrad(x, grad_output, weight_shape, stride, padding, dilation,
+                                     groups, b._recording is not None)
+        if grad_weight is not None:
+            return grad_weight
+    if x.dtype in HALF:
+        return _IN_FLOAT32["conv2d_grad_weight"](b, x, grad_output, weight_shape, stride,
+                                                 padding, dilation, groups)
     if not _covered(x, grad_output):
         return fallbacks.conv2d_grad_weight(b, x, grad_output, weight_shape, stride, padding,
                                             dilation, groups)
@@ -127,6 +148,14 @@ def conv2d_grad_weight(b, x, grad_output, weight_shape, stride, padding, dilatio
 
 
 def conv2d_grad_input(b, grad_output, weight, input_shape, stride, padding, dilation, groups):
+    if b._cudnn is not None:
+        grad_x = b._cudnn.dgrad(grad_output, weight, input_shape, stride, padding, dilation,
+                                groups, b._recording is not None)
+        if grad_x is not None:
+            return grad_x
+    if grad_output.dtype in HALF:
+        return _IN_FLOAT32["conv2d_grad_input"](b, grad_output, weight, input_shape, stride,
+                                                padding, dilation, groups)
     if not _covered(grad_output, weight) or math.prod(input_shape) == 0:
         return fallbacks.conv2d_grad_input(b, grad_output, weight, input_shape, stride, padding,
                                            dilation, groups)
@@ -150,6 +179,11 @@ def conv2d_grad_input(b, grad_output, weight, input_shape, stride, padding, dila
                                  cast(w), cast(oh), cast(ow),
                                  *_geometry((kh, kw), stride, padding, dilation, cast)))
     return grad_x
+
+
+#: the convolutions on float32 copies of halves, rounded once (what cuDNN declines in half)
+_IN_FLOAT32 = {f.__name__: in_float32(f, f.__name__)
+               for f in (conv2d, conv2d_grad_input, conv2d_grad_weight)}
 
 
 # ---- pooling ----------------------------------------------------------------------------------

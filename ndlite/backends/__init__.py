@@ -1,6 +1,6 @@
 """PyTorch's `torch.backends` switches that scripts set: `ndlite.backends.cuda.matmul.allow_tf32`
 and `ndlite.backends.cudnn.allow_tf32` (both off by default; honoured by the CuPy backend's
-float32 matmul, the only place with TF32; ndlite's convolutions never use it), plus
+float32 matmul and its cuDNN convolutions, the only places with TF32), plus
 `cudnn.benchmark` / `cudnn.deterministic`, accepted and kept (ndlite is deterministic).
 
 Not to be confused with the backend plugins (the packages ndlite_numpy, ndlite_cupy,

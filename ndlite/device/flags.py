@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-#: "matmul": float32 matmuls; "conv": convolutions (ndlite's own kernels: never TF32 today)
+#: "matmul": float32 matmuls; "conv": convolutions (the CuPy backend's cuDNN path; ndlite's
+#: own kernels never use TF32)
 TF32 = {"matmul": False, "conv": False}
 _listeners: list[Callable[[dict], None]] = []
 

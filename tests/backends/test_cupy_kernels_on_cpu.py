@@ -164,8 +164,10 @@ def check_all() -> None:
 
     b = get_backend("numpy")
     b._optimizer_table = None  # optim.py asks the backend whether a graph is being recorded
+    b._cudnn = None  # nn.py asks the backend for its cuDNN convolutions (cudnn.py): none here
     r = np.random.default_rng(0)
     check_conv(nn, fallbacks, b, r)
+    check_cudnn_routing(nn, fallbacks, b, r)
     check_pool(nn, fallbacks, b, r)
     check_loss(nn, fallbacks, b, r)
     check_optim(optim, fallbacks, b, r)
@@ -202,6 +204,39 @@ def check_conv(nn, fallbacks, b, r):
              fallbacks.conv2d_grad_input(b, g, weight, x.shape, *geometry), "grad_input", False)
         same(nn.conv2d_grad_weight(b, x, g, weight.shape, *geometry),
              fallbacks.conv2d_grad_weight(b, x, g, weight.shape, *geometry), "grad_weight", False)
+
+
+def check_cudnn_routing(nn, fallbacks, b, r):
+    """nn.py asks cuDNN (cudnn.py) first and returns its result; what cuDNN declines runs on
+    the kernels, halves there on float32 copies rounded once."""
+
+    class Stand:  # a cudnn.Convolutions that notes each dtype and declines all but float64
+        seen = []
+
+        def fprop(self, a, *args):
+            self.seen.append(a.dtype)
+            return "cudnn" if a.dtype == np.float64 else None
+
+        dgrad = wgrad = fprop
+
+    b._cudnn, b._recording = Stand(), None
+    x = r.standard_normal((2, 4, 7, 6)).astype(np.float16)
+    weight = r.standard_normal((6, 2, 3, 3)).astype(np.float16)
+    geometry = ((1, 2), (1, 0), (1, 1), 2)
+    y = nn.conv2d(b, x, weight, *geometry)
+    g = r.standard_normal(y.shape).astype(np.float16)
+    grads = (nn.conv2d_grad_input(b, g, weight, x.shape, *geometry),
+             nn.conv2d_grad_weight(b, x, g, weight.shape, *geometry))
+    up = [a.astype(np.float32) for a in (x, weight, g)]
+    expected = (fallbacks.conv2d(b, up[0], up[1], *geometry),
+                fallbacks.conv2d_grad_input(b, up[2], up[1], x.shape, *geometry),
+                fallbacks.conv2d_grad_weight(b, up[0], up[2], weight.shape, *geometry))
+    for got, want in zip((y, *grads), expected, strict=True):
+        assert got.dtype == np.float16
+        np.testing.assert_allclose(got.astype(np.float32), want, rtol=2e-3, atol=2e-3)
+    assert Stand.seen == [np.float16, np.float32] * 3  # the half call, then its float32 copy
+    assert nn.conv2d(b, x.astype(np.float64), weight.astype(np.float64), *geometry) == "cudnn"
+    b._cudnn = None
 
 
 def check_pool(nn, fallbacks, b, r):
