@@ -173,6 +173,9 @@ class CupyBackend(XpBackend):
 
         self._indexing, self._blas, self._nn, self._optim = indexing, blas, nn, optim
         self._transformer_kernels, self._columns = transformer, columns
+        from . import norm
+
+        self._norm_kernels = norm  # the batch-norm paths' kernels (Backend calls them)
         half.install(self, cupy, _KERNEL_PRIMITIVES)  # float16/bfloat16 through float32
         if switch_device is None:
             switch_device = index != cupy.cuda.runtime.getDevice()
