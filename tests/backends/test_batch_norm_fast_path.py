@@ -288,6 +288,29 @@ def test_the_op_in_half_keeps_its_dtype_and_float32_statistics(backend):
         close(rm.numpy().astype(np.float32), 0.1 * wide[0][1], half, 80, f"{half} mean")
 
 
+# ---- PyTorch ----------------------------------------------------------------------------------
+
+
+def test_the_op_matches_pytorch_to_second_order():
+    torch = pytest.importorskip("torch")
+    r = np.random.default_rng(12)
+    arrays = [r.standard_normal((5, 3, 4, 2)) * 2 + 1, r.standard_normal(3),
+              r.standard_normal(3)]
+    results = []
+    for lib, make in ((ndlite, lambda a: ndlite.tensor(a, requires_grad=True)),
+                      (torch, lambda a: torch.tensor(a, requires_grad=True))):
+        ts = [make(a) for a in arrays]
+        rm, rv = lib.zeros(3, dtype=lib.float64), lib.ones(3, dtype=lib.float64)
+        out = lib.nn.functional.batch_norm(ts[0], rm, rv, ts[1], ts[2], training=True,
+                                           momentum=0.3, eps=1e-3)
+        fused = lib.autograd.grad((out ** 3).sum(), ts, retain_graph=True)  # the fused backward
+        first = lib.autograd.grad((out ** 3).sum(), ts, create_graph=True)  # composed
+        second = lib.autograd.grad(sum((g ** 2).sum() for g in first), ts)
+        results.append([t.detach().numpy() for t in (out, rm, rv, *fused, *first, *second)])
+    for got, want in zip(*results, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-10)
+
+
 # ---- the CUDA kernels on the CPU ----------------------------------------------------------------
 
 ROOT = Path(__file__).resolve().parents[2]
