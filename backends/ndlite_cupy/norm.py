@@ -6,9 +6,11 @@ least CHUNK_MIN (at most CHUNKS chunks): K depends on the shape alone, so the su
 the bits are the same run to run, and a few channels of many values (ResNet's first layers:
 64 channels of 32 * 112 * 112) still fill the GPU with C * K blocks.
 - batch_norm: a block per (channel, chunk): its mean and sum of squares about it; a thread per
-  channel combines the chunks in order (mean, var, invstd); one grid-stride pass for y;
+  channel combines the chunks in order (mean, var, invstd); one pass for y over the planes
+  (n, c), a block fitted to the plane size S;
 - batch_norm_grad: a block per (channel, chunk): the sums of grad and grad * xhat; a thread
   per channel adds the chunks in order (grad_bias, grad_weight); one pass for grad_x.
+No kernel divides per element (integer division would bound these memory-bound passes).
 Three launches each way, no atomics. Halves come here as float32 (half.py wraps the
 contractions; mean, invstd and var stay float32). Empty tensors and non-float dtypes take
 the fallbacks. Every function takes the backend `b` first.
@@ -62,6 +64,14 @@ def _blocks(function, count: int, args: tuple) -> None:
     function((min(count, MAX_BLOCKS),), (THREADS,), args)
 
 
+def _planes(function, planes: int, s: int, args: tuple) -> None:
+    """Launch a plane kernel: blocks of THREADS as (tx, ty), tx the power of two that covers a
+    plane of s values (at most THREADS), ty planes side by side."""
+    tx = min(THREADS, 1 << max(s - 1, 0).bit_length())
+    ty = THREADS // tx
+    function((min(-(-planes // ty), MAX_BLOCKS),), (tx, ty), args)
+
+
 def _dense(t):
     return None if t is None else cupy.ascontiguousarray(t)
 
@@ -71,7 +81,7 @@ def batch_norm(b, x, weight, bias, eps):
         return nfb.batch_norm(b, x, weight, bias, eps)
     x, weight, bias = cupy.ascontiguousarray(x), _dense(weight), _dense(bias)
     n, c, s, per, k = _geometry(x)
-    name, cast = _index(x.size)
+    name, cast = _index(2 * x.size)  # (a walk's last step may pass the end)
     chunk_mean = cupy.empty((c * k,), dtype=x.dtype)
     chunk_m2 = cupy.empty((c * k,), dtype=x.dtype)
     _blocks(_kernel("ndl_bn_chunk_stats", x.dtype, name), c * k,
@@ -81,8 +91,8 @@ def batch_norm(b, x, weight, bias, eps):
            (chunk_mean, chunk_m2, mean, invstd, var, cast(n * s), cast(c), cast(per), cast(k),
             x.dtype.type(eps)))
     y = cupy.empty(x.shape, dtype=x.dtype)
-    launch(_kernel("ndl_bn_normalize", x.dtype, name), x.size,
-           (x, mean, invstd, weight, bias, y, cast(x.size), cast(c), cast(s)))
+    _planes(_kernel("ndl_bn_normalize", x.dtype, name), n * c, s,
+            (x, mean, invstd, weight, bias, y, cast(n * c), cast(c), cast(s)))
     return y, mean, invstd, var
 
 
@@ -93,7 +103,7 @@ def batch_norm_grad(b, grad, x, weight, mean, invstd, bias):
     mean = cupy.ascontiguousarray(mean, dtype=x.dtype)
     invstd = cupy.ascontiguousarray(invstd, dtype=x.dtype)
     n, c, s, per, k = _geometry(x)
-    name, cast = _index(x.size)
+    name, cast = _index(2 * x.size)  # (a walk's last step may pass the end)
     chunk_dy = cupy.empty((c * k,), dtype=x.dtype)
     chunk_dy_xhat = cupy.empty((c * k,), dtype=x.dtype)
     _blocks(_kernel("ndl_bn_chunk_grad", x.dtype, name), c * k,
@@ -103,8 +113,8 @@ def batch_norm_grad(b, grad, x, weight, mean, invstd, bias):
     launch(_kernel("ndl_bn_grad_sums", x.dtype, name), c,
            (chunk_dy, chunk_dy_xhat, sum_dy, sum_dy_xhat, cast(c), cast(k)))
     grad_x = cupy.empty(x.shape, dtype=x.dtype)
-    launch(_kernel("ndl_bn_grad_input", x.dtype, name), x.size,
-           (grad, x, mean, invstd, weight, sum_dy, sum_dy_xhat, grad_x, cast(x.size), cast(c),
-            cast(s), cast(n * s)))
+    _planes(_kernel("ndl_bn_grad_input", x.dtype, name), n * c, s,
+            (grad, x, mean, invstd, weight, sum_dy, sum_dy_xhat, grad_x, cast(n * c), cast(c),
+             cast(s), cast(n * s)))
     return (grad_x, None if weight is None else sum_dy_xhat,
             sum_dy if bias else None)

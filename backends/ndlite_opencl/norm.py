@@ -5,9 +5,11 @@ x (N, C, *) is seen as (N, C, S). Each channel's N * S values are cut into K chu
 least CHUNK_MIN (at most CHUNKS chunks): K depends on the shape alone, so the sums' order and
 the bits are the same run to run, and a few channels of many values still fill a GPU.
 - batch_norm: per (channel, chunk) a work-group's mean and sum of squares about it; per
-  channel the chunks combined in order (mean, var, invstd); one elementwise pass for y;
+  channel the chunks combined in order (mean, var, invstd); one pass for y over the planes
+  (n, c), a work-group fitted to the plane size;
 - batch_norm_grad: per (channel, chunk) the sums of grad and grad * xhat; per channel the
-  chunks in order (grad_bias, grad_weight); one elementwise pass for grad_x.
+  chunks in order (grad_bias, grad_weight); one pass for grad_x likewise.
+No kernel divides per element.
 Four launches forward, three backward, two passes over x each way (three forward: the chunk
 is read twice, mostly from cache). Halves come here as float32 (halves.py wraps the
 contractions), or compute in float with their statistics float32 where called natively.
@@ -51,6 +53,20 @@ def _group(b, per: int) -> int:
     return t
 
 
+def _plane_group(b, s: int) -> tuple[int, int]:
+    """The work-group (tx, ty) of the plane kernels: tx the power of two that covers a plane
+    of s values (at most b.group), ty planes side by side; (1, 1) on a CPU."""
+    if not b.is_gpu:
+        return 1, 1
+    tx = min(b.group, 1 << max(s - 1, 0).bit_length())
+    return tx, b.group // tx
+
+
+def _planes(b, kernel, planes: int, s: int, args: tuple) -> None:
+    tx, ty = _plane_group(b, s)
+    b.enqueue(kernel, (tx, -(-planes // ty) * ty), (tx, ty), args)
+
+
 def _kernel(b, name: str, dtype, group: int = 1):
     defines = (("IDX", "int"), ("LAYOUT_LEN", 5), ("T", actype(dtype)), *slot("P", dtype),
                ("WG", group))
@@ -89,8 +105,8 @@ def batch_norm(b, x, weight, bias, eps):
               (mean.data, invstd.data, var.data, chunk_mean.data, chunk_m2.data,
                wide.type(eps), layout))
     y = b._new(x.shape, x.dtype, "batch_norm")
-    b._launch(_kernel(b, "bn_normalize", x.dtype), x.size,
-              (y.data, x.data, mean.data, invstd.data, _data(weight), _data(bias), layout))
+    _planes(b, _kernel(b, "bn_normalize", x.dtype), x.shape[0] * c, x.size // (x.shape[0] * c),
+            (y.data, x.data, mean.data, invstd.data, _data(weight), _data(bias), layout))
     return y, mean, invstd, var
 
 
@@ -111,9 +127,10 @@ def batch_norm_grad(b, grad, x, weight, mean, invstd, bias):
     b._launch(_kernel(b, "bn_grad_sums", x.dtype), c,
               (sum_dy.data, sum_dy_xhat.data, chunk_dy.data, chunk_dy_xhat.data, layout))
     grad_x = b._new(x.shape, x.dtype, "batch_norm_grad")
-    b._launch(_kernel(b, "bn_grad_input", x.dtype), x.size,
-              (grad_x.data, grad.data, x.data, mean.data, invstd.data, _data(weight),
-               sum_dy.data, sum_dy_xhat.data, layout))
+    _planes(b, _kernel(b, "bn_grad_input", x.dtype), x.shape[0] * c,
+            x.size // (x.shape[0] * c), (grad_x.data, grad.data, x.data, mean.data,
+                                         invstd.data, _data(weight), sum_dy.data,
+                                         sum_dy_xhat.data, layout))
 
     def own(v):  # the parameters' gradients in their dtype (a half: rounded once)
         return v if v.dtype == x.dtype else b.astype(v, x.dtype)

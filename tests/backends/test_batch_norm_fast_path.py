@@ -7,9 +7,9 @@ training: its values, gradients and running statistics against float64 NumPy, it
 second derivatives (composed while create_graph builds a graph) by finite differences, and
 PyTorch where it is installed.
 
-On OpenCL the work-group trees and the chunk combination run with forced group sizes and
-small chunks (PoCL on a CPU otherwise uses one item per group and one chunk for small
-inputs). The CUDA kernels (backends/ndlite_cupy/kernels/norm.cu) and the Python launching
+On OpenCL the work-group trees, the chunk walks, the plane kernels' 2-D groups and the
+chunk combination run with forced group sizes and small chunks (PoCL on a CPU otherwise uses
+one item per group and one chunk for small inputs). The CUDA kernels (backends/ndlite_cupy/kernels/norm.cu) and the Python launching
 them also run on the CPU as host C++ through tests/backends/test_cupy_kernels_on_cpu.py's
 stand-in CuPy, one thread per block, so CI checks their index arithmetic and arguments; their
 block trees run on a GPU only.
@@ -179,9 +179,10 @@ def test_opencl_chunks_and_work_group_trees(backend, monkeypatch, group):
     from ndlite_opencl import norm
 
     monkeypatch.setattr(norm, "_group", lambda b, per: group)
+    monkeypatch.setattr(norm, "_plane_group", lambda b, s: (group, 3))
     monkeypatch.setattr(norm, "CHUNK_MIN", 37)  # several chunks per channel, the last short
     b = backend
-    for shape in [(16, 3, 5, 5), (300, 2), (5, 4, 9)]:
+    for shape in [(16, 3, 5, 5), (300, 2), (5, 4, 9), (3, 2, 150)]:
         for dtype in dtypes(b):
             x, w, bias, g = _case(shape, dtype, True, group)
             forward, backward, terms = batch_norm64(x, w, bias, g)
@@ -317,6 +318,57 @@ ROOT = Path(__file__).resolve().parents[2]
 TOOLS = ("g++", "nm", "c++filt")
 KERNELS = ("ndl_bn_chunk_stats", "ndl_bn_stats", "ndl_bn_normalize", "ndl_bn_chunk_grad",
            "ndl_bn_grad_sums", "ndl_bn_grad_input")
+#: host drivers beside the kernels: a thread's walk over a chunk with blockDim.x = step
+#: against the direct offsets (the count of mismatches), and the plane kernels run with real
+#: (tx, ty) blocks over a grid of `blocks`, every thread in turn (they share nothing)
+DRIVERS = """
+extern "C" long long ndl_bn_walk_errors(int N, int C, int S, int step) {
+  long long bad = 0;
+  blockDim.x = step;
+  for (int c = 0; c < C; ++c)
+    for (int start = 0; start < N * S; start += 3)
+      for (int t = 0; t < step; ++t) {
+        threadIdx.x = t;
+        ndl_bn_walk<int> w(start + t, c, C, S);
+        for (int e = start + t; e < N * S; e += step, w.next())
+          bad += w.at != (e / S * C + c) * S + e % S;
+      }
+  blockDim.x = 1;
+  threadIdx.x = 0;
+  return bad;
+}
+static void ndl_bn_grid(int tx, int ty, int blocks, void (*body)()) {
+  blockDim = {unsigned(tx), unsigned(ty), 1};
+  gridDim = {unsigned(blocks), 1, 1};
+  for (int b = 0; b < blocks; ++b)
+    for (int y = 0; y < ty; ++y)
+      for (int x = 0; x < tx; ++x) {
+        blockIdx.x = b;
+        threadIdx = {unsigned(x), unsigned(y), 0};
+        body();
+      }
+  blockDim = {1, 1, 1};
+  gridDim = {1, 1, 1};
+  blockIdx.x = 0;
+  threadIdx = {0, 0, 0};
+}
+static const double *g_x, *g_mean, *g_invstd, *g_weight, *g_bias, *g_grad, *g_dy, *g_dyx;
+static double* g_out;
+static int g_planes, g_C, g_S, g_M;
+extern "C" void ndl_bn_planes(const double* x, const double* grad, const double* mean,
+                              const double* invstd, const double* weight, const double* bias,
+                              const double* dy, const double* dyx, double* y, double* gx,
+                              int planes, int C, int S, int tx, int ty, int blocks) {
+  g_x = x; g_grad = grad; g_mean = mean; g_invstd = invstd; g_weight = weight; g_bias = bias;
+  g_dy = dy; g_dyx = dyx; g_planes = planes; g_C = C; g_S = S; g_M = planes / C * S;
+  g_out = y;
+  ndl_bn_grid(tx, ty, blocks, [] { ndl_bn_normalize<double, int>(g_x, g_mean, g_invstd,
+      g_weight, g_bias, g_out, g_planes, g_C, g_S); });
+  g_out = gx;
+  ndl_bn_grid(tx, ty, blocks, [] { ndl_bn_grad_input<double, int>(g_grad, g_x, g_mean,
+      g_invstd, g_weight, g_dy, g_dyx, g_out, g_planes, g_C, g_S, g_M); });
+}
+"""
 
 
 def _emulation():
@@ -334,14 +386,41 @@ def test_cuda_kernels_and_their_launches_on_the_cpu(tmp_path):
     for k in KERNELS:  # taking the addresses instantiates the templates
         source += (f"void* {k}_p[] = {{(void*)&{k}<float, int>, (void*)&{k}<float, long long>,"
                    f" (void*)&{k}<double, int>, (void*)&{k}<double, long long>}};\n")
-    (tmp_path / "host.cpp").write_text(source)
+    (tmp_path / "host.cpp").write_text(source + DRIVERS)
     library = tmp_path / "libnorm.so"
     subprocess.run(["g++", "-O1", "-ffp-contract=off", "-shared", "-fPIC", "-o", str(library),
                     str(tmp_path / "host.cpp")], check=True, capture_output=True, text=True)
     run = subprocess.run([sys.executable, __file__, str(library)], capture_output=True,
                          text=True, cwd=ROOT, timeout=600)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    assert "batch norm kernels match" in run.stdout
+    assert "batch norm kernels match" in run.stdout and "walks and blocks match" in run.stdout
+
+
+def check_cuda_walks_and_blocks(library) -> None:
+    """In the subprocess: the chunk walk with GPU-sized steps, and the plane kernels with
+    (tx, ty) blocks as norm.py fits them, against the one-thread run."""
+    import ctypes
+
+    from ndlite_cupy import norm
+
+    walk = library.ndl_bn_walk_errors
+    walk.restype = ctypes.c_longlong
+    for n, c, s, step in [(3, 2, 5, 4), (2, 3, 1, 8), (4, 2, 3, 7), (2, 2, 9, 32), (3, 1, 2, 2)]:
+        assert walk(n, c, s, step) == 0, ("walk", n, c, s, step)
+    for shape in [(3, 4, 5), (2, 3, 70), (9, 2), (2, 2, 3, 3), (2, 2, 600)]:
+        x, w, bias, g = _case(shape, "float64", True, 2)
+        y, mean, invstd, _ = norm.batch_norm(None, x, w, bias, EPS)
+        gx, gw, gb = norm.batch_norm_grad(None, g, x, w, mean, invstd, True)
+        planes, s = shape[0] * shape[1], int(np.prod(shape[2:], dtype=int))
+        tx = min(norm.THREADS, 1 << max(s - 1, 0).bit_length())
+        ty = norm.THREADS // tx
+        for blocks in (1, 3):
+            out_y, out_gx = np.full(x.shape, np.nan), np.full(x.shape, np.nan)
+            pointers = [a.ctypes.data_as(ctypes.c_void_p) for a in
+                        (x, g, mean, invstd, w, bias, gb, gw, out_y, out_gx)]
+            library.ndl_bn_planes(*pointers, planes, shape[1], s, tx, ty, blocks)
+            same_bits(out_y, y, f"normalize with ({tx}, {ty}) blocks {shape}")
+            same_bits(out_gx, gx, f"grad_input with ({tx}, {ty}) blocks {shape}")
 
 
 def check_cuda_kernels_on_the_cpu() -> None:
@@ -370,5 +449,9 @@ def check_cuda_kernels_on_the_cpu() -> None:
 
 
 if __name__ == "__main__":
+    import ctypes
+
     _emulation().install_stand_ins(sys.argv[1])
     check_cuda_kernels_on_the_cpu()
+    check_cuda_walks_and_blocks(ctypes.CDLL(sys.argv[1]))
+    print("walks and blocks match")

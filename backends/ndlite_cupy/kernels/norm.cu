@@ -9,11 +9,15 @@
 //     in shared memory);
 //   ndl_bn_stats: a thread per channel combines its K chunks in ascending k (Chan's pairwise
 //     update of count, mean and sum of squares): mean, var = m2 / M, invstd;
-//   ndl_bn_normalize: grid-stride, y = (x - mean) * invstd * weight + bias;
+//   ndl_bn_normalize: rows of S (planes p = n * C + c) spread over blockDim.y, each row's
+//     values over blockDim.x (norm.py fits the block to S): y = (x - mean) * invstd * weight
+//     + bias, with no division per element;
 //   ndl_bn_chunk_grad: per (c, k) as ndl_bn_chunk_stats, the sums of grad and grad * xhat;
 //   ndl_bn_grad_sums: a thread per channel, the chunks' sums in ascending k;
-//   ndl_bn_grad_input: grid-stride, grad_x = ((grad - sum_dy / M) - xhat * sum_dy_xhat / M) *
-//     (invstd * weight).
+//   ndl_bn_grad_input: as ndl_bn_normalize, grad_x = ((grad - sum_dy / M) - xhat *
+//     sum_dy_xhat / M) * (invstd * weight).
+// A chunk's values are walked without a division per element either: a thread's offset
+// advances by a fixed jump per step, plus (C - 1) * S where its position in the plane wraps.
 // weight and bias may be null. Blocks are NDL_BN_THREADS threads (a power of two); on the CPU
 // emulation blockDim is 1 and the trees vanish.
 #define NDL_BN_THREADS 256
@@ -32,12 +36,28 @@ __device__ inline T ndl_bn_block_sum(T v, T* scratch) {
   return total;
 }
 
-// the offset of element e = n * S + s of channel c
+// A thread's walk over a chunk of channel c: element e = n * S + s at offset (n * C + c) * S
+// + s, from e = first in steps of blockDim.x (dn planes and ds values per step).
 template <typename I>
-__device__ inline I ndl_bn_at(I e, I c, I C, I S) {
-  const I n = e / S;
-  return (n * C + c) * S + (e - n * S);
-}
+struct ndl_bn_walk {
+  I s, at, ds, jump, wrap, S;
+  __device__ ndl_bn_walk(I first, I c, I C, I S_) : S(S_) {
+    const I n = first / S, dn = static_cast<I>(blockDim.x) / S;
+    s = first - n * S;
+    at = (n * C + c) * S + s;
+    ds = static_cast<I>(blockDim.x) - dn * S;
+    jump = dn * C * S + ds;
+    wrap = (C - 1) * S;
+  }
+  __device__ void next() {
+    at += jump;
+    s += ds;
+    if (s >= S) {
+      s -= S;
+      at += wrap;
+    }
+  }
+};
 
 // the chunks (c, k) of a block: q = c * K + k, striding over the grid
 #define NDL_BN_CHUNKS_LOOP(q, total) \
@@ -51,12 +71,15 @@ __global__ void ndl_bn_chunk_stats(const T* x, T* chunk_mean, T* chunk_m2, I N, 
   NDL_BN_CHUNKS_LOOP(q, C * K) {
     const I c = q / K, start = (q - c * K) * per;
     const I end = start + per < M ? start + per : M;
-    T s = T(0);
-    for (I e = start + threadIdx.x; e < end; e += blockDim.x) s += x[ndl_bn_at(e, c, C, S)];
-    const T mu = ndl_bn_block_sum(s, scratch) / static_cast<T>(end - start);
+    const I first = start + static_cast<I>(threadIdx.x);
+    T sum = T(0);
+    ndl_bn_walk<I> w(first, c, C, S);
+    for (I e = first; e < end; e += blockDim.x, w.next()) sum += x[w.at];
+    const T mu = ndl_bn_block_sum(sum, scratch) / static_cast<T>(end - start);
     T m2 = T(0);
-    for (I e = start + threadIdx.x; e < end; e += blockDim.x) {
-      const T d = x[ndl_bn_at(e, c, C, S)] - mu;
+    ndl_bn_walk<I> v(first, c, C, S);
+    for (I e = first; e < end; e += blockDim.x, v.next()) {
+      const T d = x[v.at] - mu;
       m2 += d * d;
     }
     m2 = ndl_bn_block_sum(m2, scratch);
@@ -87,16 +110,23 @@ __global__ void ndl_bn_stats(const T* chunk_mean, const T* chunk_m2, T* mean, T*
   }
 }
 
+// the rows (planes) of a thread: r = its first, then strides of every row of the grid
+#define NDL_BN_ROWS_LOOP(r, R) \
+  for (I r = static_cast<I>(blockIdx.x) * blockDim.y + threadIdx.y; r < (R); \
+       r += static_cast<I>(gridDim.x) * blockDim.y)
+
 template <typename T, typename I>
 __global__ void ndl_bn_normalize(const T* x, const T* mean, const T* invstd, const T* weight,
-                                 const T* bias, T* y, I total, I C, I S) {
-  for (I i = static_cast<I>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
-       i += static_cast<I>(gridDim.x) * blockDim.x) {
-    const I c = i / S % C;
-    T v = (x[i] - mean[c]) * invstd[c];
-    if (weight) v = v * weight[c];
-    if (bias) v = v + bias[c];
-    y[i] = v;
+                                 const T* bias, T* y, I planes, I C, I S) {
+  NDL_BN_ROWS_LOOP(p, planes) {
+    const I c = p % C;
+    const T mu = mean[c], rs = invstd[c];
+    for (I j = threadIdx.x; j < S; j += blockDim.x) {
+      T v = (x[p * S + j] - mu) * rs;
+      if (weight) v = v * weight[c];
+      if (bias) v = v + bias[c];
+      y[p * S + j] = v;
+    }
   }
 }
 
@@ -109,12 +139,13 @@ __global__ void ndl_bn_chunk_grad(const T* grad, const T* x, const T* mean, cons
     const I c = q / K, start = (q - c * K) * per;
     const I end = start + per < M ? start + per : M;
     const T mu = mean[c], rs = invstd[c];
+    const I first = start + static_cast<I>(threadIdx.x);
     T s1 = T(0), s2 = T(0);
-    for (I e = start + threadIdx.x; e < end; e += blockDim.x) {
-      const I at = ndl_bn_at(e, c, C, S);
-      const T g = grad[at];
+    ndl_bn_walk<I> w(first, c, C, S);
+    for (I e = first; e < end; e += blockDim.x, w.next()) {
+      const T g = grad[w.at];
       s1 += g;
-      s2 += g * ((x[at] - mu) * rs);
+      s2 += g * ((x[w.at] - mu) * rs);
     }
     s1 = ndl_bn_block_sum(s1, scratch);
     s2 = ndl_bn_block_sum(s2, scratch);
@@ -143,14 +174,15 @@ __global__ void ndl_bn_grad_sums(const T* chunk_dy, const T* chunk_dy_xhat, T* s
 template <typename T, typename I>
 __global__ void ndl_bn_grad_input(const T* grad, const T* x, const T* mean, const T* invstd,
                                   const T* weight, const T* sum_dy, const T* sum_dy_xhat,
-                                  T* grad_x, I total, I C, I S, I M) {
-  for (I i = static_cast<I>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
-       i += static_cast<I>(gridDim.x) * blockDim.x) {
-    const I c = i / S % C;
-    const T rs = invstd[c];
-    const T xhat = (x[i] - mean[c]) * rs;
-    const T inner = (grad[i] - sum_dy[c] / static_cast<T>(M)) -
-                    xhat * (sum_dy_xhat[c] / static_cast<T>(M));
-    grad_x[i] = inner * (weight ? rs * weight[c] : rs);
+                                  T* grad_x, I planes, I C, I S, I M) {
+  NDL_BN_ROWS_LOOP(p, planes) {
+    const I c = p % C;
+    const T mu = mean[c], rs = invstd[c];
+    const T m1 = sum_dy[c] / static_cast<T>(M), m2 = sum_dy_xhat[c] / static_cast<T>(M);
+    const T scale = weight ? rs * weight[c] : rs;
+    for (I j = threadIdx.x; j < S; j += blockDim.x) {
+      const T xhat = (x[p * S + j] - mu) * rs;
+      grad_x[p * S + j] = ((grad[p * S + j] - m1) - xhat * m2) * scale;
+    }
   }
 }
