@@ -9,10 +9,12 @@ PyTorch where it is installed.
 
 On OpenCL the work-group trees, the chunk walks, the plane kernels' 2-D groups and the
 chunk combination run with forced group sizes and small chunks (PoCL on a CPU otherwise uses
-one item per group and one chunk for small inputs). The CUDA kernels (backends/ndlite_cupy/kernels/norm.cu) and the Python launching
-them also run on the CPU as host C++ through tests/backends/test_cupy_kernels_on_cpu.py's
-stand-in CuPy, one thread per block, so CI checks their index arithmetic and arguments; their
-block trees run on a GPU only.
+one item per group and one chunk for small inputs). The CUDA kernels (backends/ndlite_cupy/
+kernels/norm.cu) and the Python launching them also run on the CPU as host C++ through
+tests/backends/test_cupy_kernels_on_cpu.py's stand-in CuPy, one thread per block, so CI checks
+their index arithmetic and arguments; host drivers also run each thread's chunk walk at GPU
+step sizes and the plane kernels with real (tx, ty) blocks, thread by thread. Only the
+shared-memory block trees run on a GPU alone.
 """
 
 import importlib.util
