@@ -398,6 +398,95 @@ def test_cuda_kernels_and_their_launches_on_the_cpu(tmp_path):
     assert "batch norm kernels match" in run.stdout and "walks and blocks match" in run.stdout
 
 
+#: the chunk kernels with real blocks: a std::thread per CUDA thread, __syncthreads a barrier,
+#: __shared__ arrays static (one block runs at a time), threadIdx per thread
+THREADED = """#include <barrier>
+#include <cmath>
+#include <thread>
+#include <vector>
+using std::sqrt;
+struct ndl_dim3 { unsigned x, y, z; };
+static ndl_dim3 blockIdx = {0, 0, 0}, blockDim = {1, 1, 1}, gridDim = {1, 1, 1};
+static thread_local ndl_dim3 threadIdx = {0, 0, 0};
+static std::barrier<>* ndl_block_barrier = nullptr;
+#define __global__
+#define __shared__ static
+#define __host__
+#define __device__
+inline void __syncthreads() { ndl_block_barrier->arrive_and_wait(); }
+template <typename T> inline T __shfl_xor_sync(unsigned, T v, int) { return v; }
+template <typename T> inline T __shfl_sync(unsigned, T v, int) { return v; }
+#include "NORM_CU"
+template <typename F>
+static void ndl_grid(int threads, int blocks, F body) {
+  blockDim = {unsigned(threads), 1, 1};
+  gridDim = {unsigned(blocks), 1, 1};
+  for (int b = 0; b < blocks; ++b) {
+    blockIdx.x = b;
+    std::barrier<> barrier(threads);
+    ndl_block_barrier = &barrier;
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t)
+      pool.emplace_back([&body, t] { threadIdx = {unsigned(t), 0, 0}; body(); });
+    for (auto& thread : pool) thread.join();
+  }
+}
+extern "C" void chunk_stats(const double* x, double* mean, double* m2, int N, int C, int S,
+                            int per, int K, int threads, int blocks) {
+  ndl_grid(threads, blocks, [=] { ndl_bn_chunk_stats<double, int>(x, mean, m2, N, C, S, per,
+                                                                  K); });
+}
+extern "C" void chunk_grad(const double* grad, const double* x, const double* mean,
+                           const double* invstd, double* dy, double* dyx, int N, int C, int S,
+                           int per, int K, int threads, int blocks) {
+  ndl_grid(threads, blocks, [=] { ndl_bn_chunk_grad<double, int>(grad, x, mean, invstd, dy,
+                                                                 dyx, N, C, S, per, K); });
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ to build the kernels")
+def test_cuda_block_trees_with_threads_on_the_cpu(tmp_path):
+    import ctypes
+
+    source = THREADED.replace("NORM_CU", f"{ROOT}/backends/ndlite_cupy/kernels/norm.cu")
+    (tmp_path / "threaded.cpp").write_text(source)
+    library = tmp_path / "libthreaded.so"
+    build = subprocess.run(["g++", "-std=c++20", "-O1", "-ffp-contract=off", "-pthread",
+                            "-shared", "-fPIC", "-o", str(library),
+                            str(tmp_path / "threaded.cpp")], capture_output=True, text=True)
+    if build.returncode and "barrier" in build.stderr:
+        pytest.skip("this g++ has no std::barrier (C++20)")
+    assert build.returncode == 0, build.stderr[-3000:]
+    lib = ctypes.CDLL(str(library))
+    r = np.random.default_rng(6)
+    for shape, per, threads, blocks in [((5, 3, 7), 9, 4, 2), ((40, 2), 13, 8, 5),
+                                        ((3, 2, 100), 64, 256, 3), ((2, 1, 33), 66, 32, 1)]:
+        n, c, s = shape[0], shape[1], int(np.prod(shape[2:], dtype=int))
+        k = -(-n * s // per)
+        x, g = r.standard_normal(shape) * 2 + 1, r.standard_normal(shape)
+        channels = x.transpose(1, 0, *range(2, x.ndim)).reshape(c, -1)
+        grads = g.transpose(1, 0, *range(2, x.ndim)).reshape(c, -1)
+        mean, invstd = channels.mean(1), 1 / channels.std(1)
+        want = np.zeros((4, c, k))
+        for ci in range(c):
+            for ki in range(k):
+                part, gp = channels[ci, ki * per:(ki + 1) * per], grads[ci, ki * per:(ki + 1) * per]
+                want[:, ci, ki] = (part.mean(), ((part - part.mean()) ** 2).sum(), gp.sum(),
+                                   (gp * (part - mean[ci]) * invstd[ci]).sum())
+        runs = []
+        for _ in range(2):
+            got = np.full((4, c * k), np.nan)
+            ptr = [a.ctypes.data_as(ctypes.c_void_p) for a in (x, g, mean, invstd, *got)]
+            lib.chunk_stats(ptr[0], ptr[4], ptr[5], n, c, s, per, k, threads, blocks)
+            lib.chunk_grad(ptr[1], ptr[0], ptr[2], ptr[3], ptr[6], ptr[7], n, c, s, per, k,
+                           threads, blocks)
+            runs.append(got)
+            np.testing.assert_allclose(got.reshape(4, c, k), want, rtol=1e-12, atol=1e-12,
+                                       err_msg=f"{shape} per {per}, {threads} threads")
+        same_bits(runs[1], runs[0], "block trees run to run")
+
+
 def check_cuda_walks_and_blocks(library) -> None:
     """In the subprocess: the chunk walk with GPU-sized steps, and the plane kernels with
     (tx, ty) blocks as norm.py fits them, against the one-thread run."""
