@@ -13,8 +13,9 @@ one item per group and one chunk for small inputs). The CUDA kernels (backends/n
 kernels/norm.cu) and the Python launching them also run on the CPU as host C++ through
 tests/backends/test_cupy_kernels_on_cpu.py's stand-in CuPy, one thread per block, so CI checks
 their index arithmetic and arguments; host drivers also run each thread's chunk walk at GPU
-step sizes and the plane kernels with real (tx, ty) blocks, thread by thread. Only the
-shared-memory block trees run on a GPU alone.
+step sizes and the plane kernels with real (tx, ty) blocks, thread by thread, and the chunk
+kernels' shared-memory trees run with a std::thread per CUDA thread and a barrier for
+__syncthreads (warp-level timing and the real compiler are left to a GPU).
 """
 
 import importlib.util
