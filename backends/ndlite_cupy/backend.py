@@ -177,6 +177,9 @@ class CupyBackend(XpBackend):
 
         self._indexing, self._blas, self._nn, self._optim = indexing, blas, nn, optim
         self._transformer_kernels, self._columns = transformer, columns
+        from . import norm
+
+        self._norm_kernels = norm  # the batch-norm paths' kernels (Backend calls them)
         self._cudnn = cudnn.start(cupy, self._device)
         # float16/bfloat16 through float32, but convolutions are cuDNN's in half when it is on
         half.install(self, cupy, _KERNEL_PRIMITIVES,

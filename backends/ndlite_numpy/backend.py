@@ -19,7 +19,7 @@ from ndlite.device import Backend, BackendUnavailableError, XpBackend
 from ndlite.device.halfmath import compute_in_float32, scalar_in_float32
 from ndlite.dtypes import HALF, is_floating
 
-from . import kernels, nn, optim, scratch, threads
+from . import kernels, nn, norm, optim, scratch, threads
 
 
 def _array_ufunc(ufunc, arity: int):
@@ -123,6 +123,8 @@ class NumpyBackend(XpBackend):
     #: half precision is stored in half, computed in float32 and rounded once
     #: (ndlite/device/halfmath.py)
     dtypes = Backend.dtypes | frozenset(HALF)
+    #: the batch-norm fast paths (norm.py): methods, so that Backend's own stay the fallbacks
+    batch_norm, batch_norm_grad = norm.batch_norm, norm.batch_norm_grad
 
     def __init__(self, device: str | None = None):
         if device not in (None, "", "0", "cpu"):

@@ -20,6 +20,7 @@ import pyopencl.tools as cl_tools
 from ndlite.device import Backend, DTypeError, OutOfMemoryError, ShapeError
 
 from . import conv, devices, elementwise, indexing, linalg, mathops, nn, optim, reduce, transformer
+from . import norm as norm_kernels
 from .array import (
     DTYPES,
     INT32_LIMIT,
@@ -54,6 +55,7 @@ class OpenCLBackend(Backend):
     kind = "opencl"
     asynchronous = True
     _transformer_kernels = transformer  # the transformer paths' kernels (Backend calls them)
+    _norm_kernels = norm_kernels  # the batch-norm paths' kernels (likewise)
 
     def __init__(self, device: str | None = None):
         self.index, self.device = devices.select(device)

@@ -1,8 +1,8 @@
 """float16 and bfloat16 on the OpenCL backend: stored in half, computed in float32.
 
 The elementwise `map` kernel, the reductions, log_softmax and nll_loss, the transformer paths
-(layer_norm, causal_softmax, embedding_grad, dropout_mask) and the fused optimizer steps read
-and write halves themselves, through the LOAD/STORE macros of kernels/common.cl
+(layer_norm, causal_softmax, embedding_grad, dropout_mask), batch_norm and the fused optimizer
+steps read and write halves themselves, through the LOAD/STORE macros of kernels/common.cl
 (kernels.slot): each value is computed in float and rounded once when stored, so + - * / sqrt
 are the correctly rounded half results, bitwise as the NumPy reference; sums accumulate in
 float32. `gather` and `put` move a half's bits as ushort (indexing.py). The other kernel
@@ -25,7 +25,7 @@ from .kernels import STORAGE
 #: computed natively in half (the map kernel, the reductions, the transformer paths, losses)
 NATIVE = ("sum", "erf", "math", "math2", "log_softmax", "causal_softmax", "causal_softmax_grad",
           "dropout_mask", "layer_norm", "layer_norm_grad", "embedding_grad", "nll_loss",
-          "nll_loss_grad")
+          "nll_loss_grad", "batch_norm", "batch_norm_grad")
 #: the backend methods that run on float32 copies of their half buffers (the optimizer steps
 #: are native: optim.py)
 FALLBACK = tuple(n for n in CONTRACTIONS if n not in NATIVE) + ("max_pool2d",)

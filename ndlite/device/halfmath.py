@@ -24,7 +24,7 @@ CONTRACTIONS = (
     "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "max_pool2d_grad",
     "avg_pool2d", "avg_pool2d_grad", "log_softmax", "nll_loss", "nll_loss_grad",
     "embedding_grad", "layer_norm", "layer_norm_grad", "causal_softmax", "causal_softmax_grad",
-    "dropout_mask",
+    "dropout_mask", "batch_norm", "batch_norm_grad",
 )
 #: reductions that select: NumPy's float16 max/min loops keep the other one of a tie of
 #: -0.0 and 0.0 than its float32/float64 loops (the contract's bits)
@@ -32,8 +32,9 @@ SELECTIONS = ("max", "min")
 #: fused optimizer steps: they update their buffers in place, so the float32 results are
 #: written back, rounded once, into the half buffers
 IN_PLACE = ("sgd_step", "rmsprop_step", "adam_step")
-#: results that stay float32, as PyTorch keeps them: layer norm's mean and rstd
-KEEP_FLOAT32 = {"layer_norm": (1, 2)}
+#: results that stay float32, as PyTorch keeps them: layer norm's mean and rstd, batch norm's
+#: mean, invstd and var
+KEEP_FLOAT32 = {"layer_norm": (1, 2), "batch_norm": (1, 2, 3)}
 
 _F16, _BF16 = HALF[0], HALF[-1]  # tested by identity: the cheapest test on the float32 path
 #: argument classes that hold no dtype (getattr on them would raise and catch, ~0.3 us each)
