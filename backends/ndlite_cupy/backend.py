@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 import os
+from functools import partial
 
 import numpy as np
 
@@ -180,7 +181,7 @@ class CupyBackend(XpBackend):
         from . import norm
 
         self._norm_kernels = norm  # the batch-norm paths' kernels (Backend calls them)
-        self._cudnn = cudnn.start(cupy, self._device)
+        self._cudnn = cudnn.start(cupy, self._device, partial(nn.cudnn_agrees, self))
         # float16/bfloat16 through float32, but convolutions are cuDNN's in half when it is on
         half.install(self, cupy, _KERNEL_PRIMITIVES,
                      native=cudnn.CONVOLUTIONS if self._cudnn is not None else ())

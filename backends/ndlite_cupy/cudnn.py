@@ -78,12 +78,13 @@ def versions(cudnn) -> str:
     return f"frontend {frontend_version}, cuDNN {v // 10000}.{v % 10000 // 100}.{v % 100}"
 
 
-def start(cupy, device):
-    """The Convolutions of a backend on `device`, or None when cuDNN is off or missing."""
+def start(cupy, device, verify=None):
+    """The Convolutions of a backend on `device`, or None when cuDNN is off or missing;
+    `verify` checks each new float32 plan's first result (Convolutions)."""
     if switched_off():
         return None
     cudnn, _ = frontend()
-    return None if cudnn is None else Convolutions(cudnn, cupy, device)
+    return None if cudnn is None else Convolutions(cudnn, cupy, device, verify)
 
 
 def describe(convolutions) -> str:
@@ -140,10 +141,15 @@ class Plan:
 
 class Convolutions:
     """conv2d and its two gradients through cuDNN on one device. Each method returns the
-    result, or None when cuDNN does not take the call (the caller runs ndlite's kernels)."""
+    result, or None when cuDNN does not take the call (the caller runs ndlite's kernels).
 
-    def __init__(self, cudnn, cupy, device):
-        self.cudnn, self.cupy, self.device = cudnn, cupy, device
+    `verify(kind, a, b, out, shapes, geometry)` judges the first result of every new float32
+    plan (TF32 off) against ndlite's kernels and returns why it is wrong, or "": the note
+    filter alone let through an engine with TF32's errors (an H100's weight gradient of a 5x5
+    layer at batch 4), so each plan proves itself once before it is kept."""
+
+    def __init__(self, cudnn, cupy, device, verify=None):
+        self.cudnn, self.cupy, self.device, self.verify = cudnn, cupy, device, verify
         self.handle = None  # created at the first call, on `device`
         self.plans: dict = {}  # key -> Plan
         self.declined: dict = {}  # key -> why cuDNN did not plan it
@@ -192,7 +198,7 @@ class Convolutions:
         stride, padding, dilation, groups = geometry
         key = (kind, a.dtype, *shapes, tuple(stride), tuple(padding), tuple(dilation),
                int(groups), flags.TF32["conv"])
-        plan = self.plans.get(key)
+        plan = fresh = self.plans.get(key)
         if plan is None:
             if capturing or key in self.declined:
                 return None
@@ -202,6 +208,12 @@ class Convolutions:
         cupy = self.cupy
         out = cupy.empty(shapes[ROLES[kind][2]], dtype=a.dtype)
         self._execute(plan, cupy.ascontiguousarray(a), cupy.ascontiguousarray(b), out)
+        if fresh is None and self.verify is not None and a.dtype == np.float32 and not key[-1]:
+            why = self.verify(kind, a, b, out, shapes, geometry)
+            if why:
+                del self.plans[key]
+                self.declined[key] = why
+                return None
         return out
 
     def _plan(self, key):

@@ -181,6 +181,32 @@ def conv2d_grad_input(b, grad_output, weight, input_shape, stride, padding, dila
     return grad_x
 
 
+#: how far cuDNN's first float32 result of a plan may be from ndlite's kernels, in float32
+#: epsilons of each element's own sum of magnitudes: float32 sums stay within a few dozen
+#: (the policy allows each side 64), TF32's reach thousands
+AGREE = 256
+_OWN = {"fprop": lambda b, x, w, shapes, g: conv2d(b, x, w, *g),
+        "dgrad": lambda b, gy, w, shapes, g: conv2d_grad_input(b, gy, w, shapes[0], *g),
+        "wgrad": lambda b, x, gy, shapes, g: conv2d_grad_weight(b, x, gy, shapes[1], *g)}
+
+
+def cudnn_agrees(b, kind, first, second, out, shapes, geometry) -> str:
+    """"" when cuDNN's `out` of a float32 call is within AGREE epsilons of ndlite's kernels
+    (cudnn.Convolutions.verify), else why not; NaN and inf compare as agreeing."""
+    convolutions, b._cudnn = b._cudnn, None  # ndlite's kernels for the calls below
+    try:
+        own = _OWN[kind]
+        expected = own(b, first, second, shapes, geometry)
+        scale = own(b, cupy.abs(first), cupy.abs(second), shapes, geometry)
+    finally:
+        b._cudnn = convolutions
+    bound = AGREE * float(np.finfo(np.float32).eps) * scale
+    if not bool(cupy.any(cupy.abs(out - expected) > bound)):
+        return ""
+    return (f"cuDNN's {kind} plan missed ndlite's kernels by over {AGREE} float32 epsilons of "
+            "each element's sum of magnitudes (an engine computing below float32, as TF32)")
+
+
 #: the convolutions on float32 copies of halves, rounded once (what cuDNN declines in half)
 _IN_FLOAT32 = {f.__name__: in_float32(f, f.__name__)
                for f in (conv2d, conv2d_grad_input, conv2d_grad_weight)}

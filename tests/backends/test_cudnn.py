@@ -328,3 +328,27 @@ def test_a_captured_step_records_cudnn_and_replays_like_eager_steps(executed):
     for p, q in zip((p.detach().numpy() for p in model.parameters()), eager_params,
                     strict=True):
         np.testing.assert_array_equal(p, q)
+
+
+@gpu
+def test_the_first_result_check_tells_float32_from_tf32():
+    """cudnn_agrees, which every new float32 plan passes once: a result with TF32's rounding
+    of the inputs (10-bit mantissas) is refused, the float32 one accepted."""
+    import cupy
+    from ndlite_cupy import nn
+
+    case = ((4, 32, 12, 12), (64, 5, 5), (1, 1), (0, 0), (1, 1), 1)
+    geometry = case[2:]
+    x, weight, grad = (cupy.asarray(a.astype(np.float32)) for a in _draw(case, np.float32))
+    shapes = (x.shape, weight.shape, grad.shape)
+    with cudnn_off():
+        exact = BACKEND.conv2d_grad_weight(x, grad, weight.shape, *geometry)
+
+    def tf32(a):  # round to nearest on the 13 low mantissa bits
+        bits = a.view(np.uint32)
+        return ((bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32)
+
+    with cudnn_off():
+        rough = BACKEND.conv2d_grad_weight(tf32(x), tf32(grad), weight.shape, *geometry)
+    assert nn.cudnn_agrees(BACKEND, "wgrad", x, grad, exact, shapes, geometry) == ""
+    assert "TF32" in nn.cudnn_agrees(BACKEND, "wgrad", x, grad, rough, shapes, geometry)

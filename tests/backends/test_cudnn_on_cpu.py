@@ -308,3 +308,31 @@ def test_every_output_stride_is_set_or_the_stand_in_scrambles_it(fake, monkeypat
     monkeypatch.setattr(FakeTensor, "set_stride", lambda self, value: self)
     with pytest.raises(AssertionError):  # the trap, as the H100 probe met it
         _run(conv, cupy, CASES[1], np.float32)
+
+
+def test_each_new_float32_plan_proves_its_first_result_once(fake):
+    conv, frontend, cupy = fake
+    seen = []
+
+    def verify(kind, a, b, out, shapes, geometry):
+        seen.append(kind)
+        return "lower precision" if kind == "wgrad" else ""
+
+    conv.verify = verify
+    (n, c, h, w), (o, kh, kw), stride, padding, dilation, groups = CASES[1]
+    r = np.random.default_rng(3)
+    x = cupy.keep(r.standard_normal((n, c, h, w)).astype(np.float32))
+    weight = cupy.keep(r.standard_normal((o, c // groups, kh, kw)).astype(np.float32))
+    geometry = (stride, padding, dilation, groups)
+    for _ in range(2):
+        y = conv.fprop(x, weight, *geometry)
+        assert y is not None
+        grad = cupy.keep(np.ones(y.shape, np.float32))
+        assert conv.dgrad(grad, weight, x.shape, *geometry) is not None
+        assert conv.wgrad(x, grad, weight.shape, *geometry) is None  # refused: ndlite's kernels
+    assert seen == ["fprop", "dgrad", "wgrad"]  # once per plan; a refused key is not retried
+    (why,) = conv.declined.values()
+    assert why == "lower precision" and len(conv.plans) == 2
+    for dtype in HALF:  # halves are not judged against float32's bound
+        _run(conv, cupy, CASES[0], dtype)
+    assert seen == ["fprop", "dgrad", "wgrad"]
