@@ -6,6 +6,7 @@ warm-up steps, with the step's synchronized wall time over 20 steps (issue 14).
 
     python bench/gpt_profile.py --data ../shared/data/tinyshakespeare/input.txt [--amp bf16]
     python bench/gpt_profile.py --data input.txt --backend opencl
+    python bench/gpt_profile.py --model resnet18     # ResNet-18 on 3x32x32, batch 128, SGD
 
 The model is ndlite.nn.GPT(vocab, 256, 6, 6, 384, dropout 0.2) with AdamW at batch 64; the
 table in docs/cuda.md was measured with it on an H100.
@@ -29,28 +30,14 @@ import ndlite  # noqa: E402
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", required=True, help="a text file (tiny shakespeare)")
+    parser.add_argument("--model", choices=["gpt", "resnet18"], default="gpt")
+    parser.add_argument("--data", default=None, help="a text file (tiny shakespeare; gpt)")
     parser.add_argument("--amp", choices=["bf16", "fp16"], default=None,
                         help="the forward under ndlite.autocast in this dtype")
     parser.add_argument("--backend", default="cupy")
     args = parser.parse_args()
     b = ndlite.get_backend(args.backend)
-    data = ndlite.data.CharText.from_file(args.data)
-    ndlite.manual_seed(0)
-    model = ndlite.nn.GPT(data.vocab_size, 256, 6, 6, 384, 0.2).to(b)
-    opt = ndlite.optim.AdamW(model.parameters(), lr=3e-4)
-    rng = np.random.default_rng(0)
-
-    low = {"bf16": ndlite.bfloat16, "fp16": ndlite.float16}.get(args.amp)
-
-    def step():
-        x, y = data.batch("train", 64, 256, rng, b)
-        with ndlite.autocast(dtype=low, enabled=low is not None):
-            _, loss = model(x, y)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        return loss
+    step = (resnet_step if args.model == "resnet18" else gpt_step)(b, args)
 
     for _ in range(3):
         step().item()
@@ -58,8 +45,10 @@ def main() -> None:
     start = time.perf_counter()
     for _ in range(20):
         step()
+    host = time.perf_counter() - start
     b.synchronize()
-    print(f"{b.name}: {1000 * (time.perf_counter() - start) / 20:.1f} ms/step (wall)")
+    print(f"{b.name}: {1000 * (time.perf_counter() - start) / 20:.1f} ms/step (wall), host "
+          f"pace {1000 * host / 20:.1f} ms/step")
 
     records, depth = [], [0]
     clock = Events() if b.kind == "cupy" else Synchronized(b)
@@ -92,6 +81,48 @@ def main() -> None:
     print(f"{clock.what} ms per step by primitive (sum {sum(total.values()):.1f} ms)")
     for name, ms in sorted(total.items(), key=lambda kv: -kv[1])[:25]:
         print(f"{name:24s} {ms:8.2f} ms  {calls[name] // 3:5d} calls")
+
+
+def gpt_step(b, args):
+    data = ndlite.data.CharText.from_file(args.data)
+    ndlite.manual_seed(0)
+    model = ndlite.nn.GPT(data.vocab_size, 256, 6, 6, 384, 0.2).to(b)
+    opt = ndlite.optim.AdamW(model.parameters(), lr=3e-4)
+    rng = np.random.default_rng(0)
+    low = {"bf16": ndlite.bfloat16, "fp16": ndlite.float16}.get(args.amp)
+
+    def step():
+        x, y = data.batch("train", 64, 256, rng, b)
+        with ndlite.autocast(dtype=low, enabled=low is not None):
+            _, loss = model(x, y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step
+
+
+def resnet_step(b, args):
+    from models_torch import resnet18_cifar
+
+    ndlite.manual_seed(0)
+    model = resnet18_cifar(ndlite.nn).to(b)
+    opt = ndlite.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    rng = np.random.default_rng(0)
+    x = ndlite.tensor(rng.standard_normal((128, 3, 32, 32), dtype=np.float32), backend=b)
+    y = ndlite.tensor(rng.integers(0, 10, 128), backend=b)
+    low = {"bf16": ndlite.bfloat16, "fp16": ndlite.float16}.get(args.amp)
+
+    def step():
+        with ndlite.autocast(dtype=low, enabled=low is not None):
+            loss = ndlite.nn.functional.cross_entropy(model(x), y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step
 
 
 class Events:
