@@ -11,7 +11,9 @@ the bits are the same run to run, and a few channels of many values (ResNet's fi
 - batch_norm_grad: a block per (channel, chunk): the sums of grad and grad * xhat; a thread
   per channel adds the chunks in order (grad_bias, grad_weight); one pass for grad_x.
 No kernel divides per element (integer division would bound these memory-bound passes).
-Three launches each way, no atomics. Halves come here as float32 (half.py wraps the
+Three launches each way, no atomics; batch_norm_update is one elementwise kernel over the
+channels for both running statistics, its products and sums rounded one by one (no fused
+multiply-add), as the fallback's. Halves come here as float32 (half.py wraps the
 contractions; mean, invstd and var stay float32). Empty tensors and non-float dtypes take
 the fallbacks. Every function takes the backend `b` first.
 """
@@ -118,3 +120,34 @@ def batch_norm_grad(b, grad, x, weight, mean, invstd, bias):
              cast(s), cast(n * s)))
     return (grad_x, None if weight is None else sum_dy_xhat,
             sum_dy if bias else None)
+
+
+#: each product and sum rounded on its own: NVRTC would contract a * b + c into one fused
+#: multiply-add, whose single rounding is not the fallback's bits
+_ROUNDED = """
+__device__ inline float ndl_bn_mul(float a, float b) { return __fmul_rn(a, b); }
+__device__ inline double ndl_bn_mul(double a, double b) { return __dmul_rn(a, b); }
+__device__ inline float ndl_bn_add(float a, float b) { return __fadd_rn(a, b); }
+__device__ inline double ndl_bn_add(double a, double b) { return __dadd_rn(a, b); }
+"""
+
+
+@cache
+def _update_kernel():
+    return kernels.elementwise(
+        "T mean, T var, T keep, T momentum, T unbias", "T running_mean, T running_var",
+        "running_mean = ndl_bn_add(ndl_bn_mul(running_mean, keep), ndl_bn_mul(mean, momentum));"
+        " running_var = ndl_bn_add(ndl_bn_mul(running_var, keep),"
+        " ndl_bn_mul(ndl_bn_mul(var, unbias), momentum))",
+        "ndlite_bn_update", preamble=_ROUNDED)
+
+
+def batch_norm_update(b, running_mean, running_var, mean, var, momentum, count):
+    arrays = (running_mean, running_var, mean, var)
+    dtype = running_mean.dtype
+    if dtype not in FLOATS or any(a.dtype != dtype or not a.flags.c_contiguous
+                                  or a.shape != running_mean.shape for a in arrays):
+        return nfb.batch_norm_update(b, running_mean, running_var, mean, var, momentum, count)
+    t = dtype.type
+    _update_kernel()(mean, var, t(1 - momentum), t(momentum), t(count / (count - 1)),
+                     running_mean, running_var)

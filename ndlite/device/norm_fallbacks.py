@@ -16,6 +16,13 @@ backend `b` first and returns new buffers.
   sums sum_dy = sum(grad) and sum_dy_xhat = sum(grad * xhat), grad_x = invstd * weight *
   (grad - sum_dy / M - xhat * sum_dy_xhat / M), grad_weight = sum_dy_xhat (when weight is
   given), grad_bias = sum_dy (when `bias`, a bool, says the forward had one).
+- batch_norm_update(running_mean, running_var, mean, var, momentum, count) -> None: in place,
+  running_mean = running_mean * (1 - momentum) + mean * momentum and running_var =
+  running_var * (1 - momentum) + (var * (count / (count - 1))) * momentum, each product and
+  sum rounded in the running buffers' dtype in that order (the Python numbers cast to it
+  first), so an override gives the same bits; mean and var as batch_norm returned them (float32
+  for halves), cast to the running dtype after their product with momentum. One call per
+  BatchNorm layer and step instead of eleven tensor ops.
 """
 
 from __future__ import annotations
@@ -67,6 +74,18 @@ def batch_norm_grad(b, grad, x, weight, mean, invstd, bias):
     return grad_x, grad_weight, grad_bias
 
 
+def batch_norm_update(b, running_mean, running_var, mean, var, momentum, count):
+    keep = 1 - momentum
+    new_mean = b.mul(mean, momentum)
+    new_var = b.mul(b.mul(var, count / (count - 1)), momentum)
+    if new_mean.dtype != running_mean.dtype:
+        new_mean = b.astype(new_mean, running_mean.dtype)
+    if new_var.dtype != running_var.dtype:
+        new_var = b.astype(new_var, running_var.dtype)
+    b.assign(running_mean, b.add(b.mul(running_mean, keep), new_mean))
+    b.assign(running_var, b.add(b.mul(running_var, keep), new_var))
+
+
 class NormPaths:
     """The batch-norm fast paths, mixed into the Backend base class. Each calls the function
     of its name in `_norm_kernels`: this module (the fallbacks) unless a backend names its own
@@ -80,3 +99,8 @@ class NormPaths:
 
     def batch_norm_grad(self, grad, x, weight, mean, invstd, bias):
         return self._norm_kernels.batch_norm_grad(self, grad, x, weight, mean, invstd, bias)
+
+    def batch_norm_update(self, running_mean, running_var, mean, var, momentum, count):
+        # a module of kernels without its own update (numpy's, opencl's) takes this one
+        update = getattr(self._norm_kernels, "batch_norm_update", batch_norm_update)
+        update(self, running_mean, running_var, mean, var, momentum, count)

@@ -154,8 +154,24 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     run = _fused if _fusable(input, weight, bias) else _composed
     out, mean, var = run(input, weight, bias, float(eps))
     if running_mean is not None and running_var is not None:
-        with graph.no_grad():
-            running_mean.mul_(1 - momentum).add_((mean * momentum).to(running_mean.dtype))
-            unbiased = var * (count / (count - 1))
-            running_var.mul_(1 - momentum).add_((unbiased * momentum).to(running_var.dtype))
+        _update(running_mean, running_var, mean, var, float(momentum), count)
     return out
+
+
+def _update(running_mean: Tensor, running_var: Tensor, mean: Tensor, var: Tensor,
+            momentum: float, count: int) -> None:
+    """running = (1 - momentum) * running + momentum * batch (the variance unbiased), in place:
+    one backend call (batch_norm_update) for plain buffers on the input's backend, tensor ops
+    for views and the rest; the same float operations either way."""
+    b = mean._backend
+    if all(t._backend is b and t._view is None for t in (running_mean, running_var)) \
+            and is_floating(running_mean.dtype) and is_floating(running_var.dtype):
+        b.batch_norm_update(running_mean._data, running_var._data, mean._data, var._data,
+                            momentum, count)
+        running_mean._bump()
+        running_var._bump()
+        return
+    with graph.no_grad():
+        running_mean.mul_(1 - momentum).add_((mean * momentum).to(running_mean.dtype))
+        unbiased = var * (count / (count - 1))
+        running_var.mul_(1 - momentum).add_((unbiased * momentum).to(running_var.dtype))

@@ -209,6 +209,32 @@ def _op_case(b, dtype, shape=(6, 3, 4, 5)):
     return [a.astype(dtype) for a in arrays]
 
 
+@pytest.mark.parametrize("momentum", [0.1, 0.25, 1.0, 0.0])
+def test_running_statistics_update_is_the_fallbacks_bits(backend, momentum):
+    """batch_norm_update against the contract's fallback (bitwise: each product and sum
+    rounded in the buffers' dtype, no fused multiply-add) and the formula in float64; the
+    running buffers are written in place, the batch statistics left alone."""
+    b = backend
+    r = np.random.default_rng(7)
+    for dtype in dtypes(b):
+        arrays = [(r.standard_normal(37) * s + o).astype(dtype)
+                  for s, o in ((1, 0), (1, 2), (3, 1), (2, 4))]
+        arrays[1], arrays[3] = np.abs(arrays[1]), np.abs(arrays[3])
+        results = []
+        for update in (b.batch_norm_update, lambda *a: nfb.batch_norm_update(b, *a)):
+            rm, rv, mean, var = (dev(b, a) for a in arrays)
+            update(rm, rv, mean, var, momentum, 1000)
+            results.append((host(b, rm), host(b, rv)))
+            np.testing.assert_array_equal(host(b, mean), arrays[2])
+            np.testing.assert_array_equal(host(b, var), arrays[3])
+        for got, want, what in zip(results[0], results[1], ("running_mean", "running_var")):
+            same_bits(got, want, f"{what} {dtype}")
+        rm, rv, mean, var = (a.astype(np.float64) for a in arrays)
+        close(results[0][0], rm * (1 - momentum) + mean * momentum, dtype, 4, "mean")
+        close(results[0][1], rv * (1 - momentum) + var * 1000 / 999 * momentum, dtype, 5,
+              "var")
+
+
 @pytest.mark.parametrize("affine", [True, False])
 def test_the_op_in_training_values_gradients_and_running_statistics(backend, affine):
     b = backend
