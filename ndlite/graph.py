@@ -289,8 +289,19 @@ class _Pass:
         self.wanted = {} if capture is None else {
             id(edge(t)): i for i, t in enumerate(capture) if edge(t) is not None}
         # gradient tensors already held somewhere (the caller's, a node's, a leaf's): a leaf
-        # may keep a gradient without copying it only if it is in none of these and no view
-        self.held = {id(g) for g in grad_outputs}
+        # may keep a gradient without copying it only if it is in none of these and no view.
+        # By weak reference: an id alone outlives its tensor, and a fresh gradient that got a
+        # dead one's id was copied for nothing (most of a ResNet-18's weight gradients)
+        self.held: dict = {}
+        for g in grad_outputs:
+            self.hold(g)
+
+    def hold(self, g) -> None:
+        self.held[id(g)] = weakref.ref(g)
+
+    def holds(self, g) -> bool:
+        ref = self.held.get(id(g))
+        return ref is not None and ref() is g
 
     def add(self, target, g) -> None:
         prev = self.grads.get(target)
@@ -299,14 +310,14 @@ class _Pass:
     def deliver(self, target, g) -> None:
         if type(target) is Node:
             self.add(target, g)
-            self.held.add(id(self.grads[target]))
+            self.hold(self.grads[target])
         elif self.capture is not None:
             if id(target) in self.wanted:
                 prev = self.captured.get(id(target))
                 self.captured[id(target)] = g if prev is None else prev + g
         else:
-            accumulate(target, g, owned=id(g) not in self.held and g._vbox is None)
-            self.held.add(id(g))
+            accumulate(target, g, owned=not self.holds(g) and g._vbox is None)
+            self.hold(g)
 
     def visit(self, node: Node, grad, retain_graph: bool) -> None:
         """Run `node`'s backward with the gradient of its output, passing the results on."""
