@@ -11,7 +11,8 @@ the bits are the same run to run, and a few channels of many values still fill a
   chunks in order (grad_bias, grad_weight); one pass for grad_x likewise.
 No kernel divides per element.
 Four launches forward, three backward, two passes over x each way (three forward: the chunk
-is read twice, mostly from cache). Halves come here as float32 (halves.py wraps the
+is read twice, mostly from cache); batch_norm_update is one launch, an item per channel,
+without fused multiply-adds (the fallback's bits). Halves come here as float32 (halves.py wraps the
 contractions), or compute in float with their statistics float32 where called natively.
 Empty tensors and sizes past 32-bit indexing take the fallbacks. Every function takes the
 backend `b` first.
@@ -137,3 +138,18 @@ def batch_norm_grad(b, grad, x, weight, mean, invstd, bias):
 
     return (grad_x, None if weight is None else own(sum_dy_xhat),
             own(sum_dy) if bias else None)
+
+
+def batch_norm_update(b, running_mean, running_var, mean, var, momentum, count):
+    arrays = (running_mean, running_var, mean, var)
+    dtype = running_mean.dtype
+    if dtype.kind != "f" or dtype.itemsize < 4 or any(
+            a.dtype != dtype or not a.contiguous or a.offset or a.shape != running_mean.shape
+            for a in arrays):
+        return nfb.batch_norm_update(b, running_mean, running_var, mean, var, momentum, count)
+    c = running_mean.size
+    t = dtype.type
+    layout = b.layout((1, c, 1, 1, 1), np.int32)
+    b._launch(_kernel(b, "bn_update", dtype), c,
+              (running_mean.data, running_var.data, mean.data, var.data, t(1 - momentum),
+               t(momentum), t(count / (count - 1)), layout))

@@ -175,3 +175,22 @@ __kernel void bn_grad_input(__global P* grad_x, __global const P* grad, __global
         ST_P(grad_x, p * S + j, ((LD_P(grad, p * S + j) - m1) - xhat * m2) * scale);
     }
 }
+
+// bn_update: the running statistics in place, one item per channel (C = L.v[1]), each product
+// and sum rounded on its own (no contraction into a fused multiply-add: the fallback's bits):
+//   running_mean = running_mean * keep + mean * momentum,
+//   running_var = running_var * keep + (var * unbias) * momentum.
+__kernel void bn_update(__global T* running_mean, __global T* running_var,
+                        __global const T* mean, __global const T* var, const T keep,
+                        const T momentum, const T unbias, const layout_t L)
+{
+#pragma OPENCL FP_CONTRACT OFF
+    const IDX c = get_global_id(0);
+    if (c >= L.v[1])
+        return;
+    const T kept_mean = running_mean[c] * keep, new_mean = mean[c] * momentum;
+    running_mean[c] = kept_mean + new_mean;
+    const T unbiased = var[c] * unbias, new_var = unbiased * momentum;
+    const T kept_var = running_var[c] * keep;
+    running_var[c] = kept_var + new_var;
+}
