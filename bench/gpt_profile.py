@@ -7,6 +7,7 @@ warm-up steps, with the step's synchronized wall time over 20 steps (issue 14).
     python bench/gpt_profile.py --data ../shared/data/tinyshakespeare/input.txt [--amp bf16]
     python bench/gpt_profile.py --data input.txt --backend opencl
     python bench/gpt_profile.py --model resnet18     # ResNet-18 on 3x32x32, batch 128, SGD
+    python bench/gpt_profile.py --model seed_cnn --amp fp16   # the seed CNN, batch 128
 
 The model is ndlite.nn.GPT(vocab, 256, 6, 6, 384, dropout 0.2) with AdamW at batch 64; the
 table in docs/cuda.md was measured with it on an H100.
@@ -31,14 +32,14 @@ from ndlite.device.protocol import DERIVED, FAST_PATHS, REQUIRED  # noqa: E402
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", choices=["gpt", "resnet18"], default="gpt")
+    parser.add_argument("--model", choices=["gpt", "resnet18", "seed_cnn"], default="gpt")
     parser.add_argument("--data", default=None, help="a text file (tiny shakespeare; gpt)")
     parser.add_argument("--amp", choices=["bf16", "fp16"], default=None,
                         help="the forward under ndlite.autocast in this dtype")
     parser.add_argument("--backend", default="cupy")
     args = parser.parse_args()
     b = ndlite.get_backend(args.backend)
-    step = (resnet_step if args.model == "resnet18" else gpt_step)(b, args)
+    step = {"gpt": gpt_step, "resnet18": resnet_step, "seed_cnn": seed_step}[args.model](b, args)
 
     for _ in range(3):
         step().item()
@@ -107,10 +108,20 @@ def resnet_step(b, args):
     from models_torch import resnet18_cifar
 
     ndlite.manual_seed(0)
-    model = resnet18_cifar(ndlite.nn).to(b)
+    return image_step(b, args, resnet18_cifar(ndlite.nn).to(b), (3, 32, 32))
+
+
+def seed_step(b, args):
+    ndlite.manual_seed(0)
+    return image_step(b, args, ndlite.nn.models.mnist_cnn().to(b), (1, 28, 28))
+
+
+def image_step(b, args, model, shape):
+    """A training step of an image model at batch 128 (SGD with momentum), data on the device;
+    with --amp, the forward under autocast (no gradient scaler: timing only)."""
     opt = ndlite.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     rng = np.random.default_rng(0)
-    x = ndlite.tensor(rng.standard_normal((128, 3, 32, 32), dtype=np.float32), backend=b)
+    x = ndlite.tensor(rng.standard_normal((128, *shape), dtype=np.float32), backend=b)
     y = ndlite.tensor(rng.integers(0, 10, 128), backend=b)
     low = {"bf16": ndlite.bfloat16, "fp16": ndlite.float16}.get(args.amp)
 
