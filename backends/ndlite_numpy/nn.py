@@ -140,8 +140,8 @@ def _fill_grad_batch_inner(g: _Geometry, grad_output, out):
 
 
 def conv2d(x, weight, stride, padding, dilation, groups):
-    if kernels.applies(groups, threads.total(), x, weight):
-        return kernels.conv2d(x, weight, stride, padding, dilation, threads.total())
+    if kernels.applies(x, weight):
+        return kernels.conv2d(x, weight, stride, padding, dilation, groups)
     g = _Geometry(x.shape, weight.shape, stride, padding, dilation, groups,
                   np.result_type(x, weight))
     out = np.empty((g.n, g.o, g.oh, g.ow), dtype=g.dtype)
@@ -174,9 +174,9 @@ def _product_shape(g: _Geometry, m: int) -> tuple:
 
 
 def conv2d_grad_weight(x, grad_output, weight_shape, stride, padding, dilation, groups):
-    if kernels.applies(groups, threads.total(), x, grad_output):
+    if kernels.applies(x, grad_output):
         return kernels.conv2d_grad_weight(x, grad_output, weight_shape, stride, padding,
-                                          dilation, threads.total())
+                                          dilation, groups)
     g = _Geometry(x.shape, weight_shape, stride, padding, dilation, groups,
                   np.result_type(x, grad_output))
     sums = [np.empty((groups, g.og, g.cg, g.kh, g.kw), dtype=g.dtype) for _ in g.pieces]
@@ -207,9 +207,9 @@ def conv2d_grad_weight(x, grad_output, weight_shape, stride, padding, dilation, 
 
 
 def conv2d_grad_input(grad_output, weight, input_shape, stride, padding, dilation, groups):
-    if kernels.applies(groups, threads.total(), grad_output, weight):
+    if kernels.applies(grad_output, weight):
         return kernels.conv2d_grad_input(grad_output, weight, input_shape, stride, padding,
-                                         dilation, threads.total())
+                                         dilation, groups)
     g = _Geometry(input_shape, weight.shape, stride, padding, dilation, groups,
                   np.result_type(grad_output, weight))
     hp, wp = g.h + 2 * g.ph, g.w + 2 * g.pw
@@ -274,6 +274,8 @@ def max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode):
     out = _tiles(x.shape, kernel_size, stride, padding, dilation, ceil_mode)
     if out is None:
         return None
+    if kernels.applies(x):
+        return kernels.max_pool2d(x, kernel_size, out)
     n, c, _, w = x.shape
     (oh, ow), (kh, kw) = out, kernel_size
     values = np.empty((n, c, oh, ow), dtype=x.dtype)
@@ -325,6 +327,8 @@ def max_pool2d_grad(grad_output, indices, input_shape, kernel_size, stride, padd
     out = _tiles(input_shape, kernel_size, stride, padding, dilation, ceil_mode)
     if out is None:
         return None
+    if kernels.applies(grad_output) and indices.dtype == np.int64:
+        return kernels.max_pool2d_grad(grad_output, indices, input_shape, kernel_size, out)
     n, c, h, w = input_shape
     (oh, ow), (kh, kw) = out, kernel_size
     base = (np.arange(oh)[:, None] * kh) * w + np.arange(ow)[None, :] * kw
