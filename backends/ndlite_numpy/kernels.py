@@ -39,6 +39,8 @@ MODE = os.environ.get("NDLITE_NUMBA", "auto")
 #: bytes of one chunk's im2col columns: about half of a core's L2 cache (1 MiB on the 2-core
 #: VM's EPYC; 2 MiB on the 16-core Xeon), so that the product reads them from cache
 CHUNK_BYTES = 512 << 10
+#: output planes smaller than this (OH*OW) take one product per chunk, not per image
+WIDE_PIXELS = 64
 
 try:
     if MODE == "0":
@@ -139,11 +141,12 @@ if numba is not None:
                                 cols[d + y * ow + q] = x[n0 + m, c, row, col] if inside else 0
 
     @_serial
-    def _col2im_unit(cols, grad, n0, m_img, kh, kw, sh, ph, pw, dh, dw, oh, ow):
-        """The adjoint of _im2col_unit, cols laid out (m, (c, i, j), (y, x)): grad[n0 + m, c]
-        is the sum of its windows' columns, kernel offsets in row-major order."""
+    def _col2im_unit(cols, grad, n0, m_img, stride_m, stride_k, kh, kw, sh, ph, pw, dh, dw, oh,
+                     ow):
+        """The adjoint of _im2col_unit: grad[n0 + m, c] is the sum of its windows' columns,
+        kernel offsets in row-major order."""
         c_in, h, w = grad.shape[1], grad.shape[2], grad.shape[3]
-        gf, k_all, p = grad.reshape(-1), c_in * kh * kw, oh * ow
+        gf = grad.reshape(-1)
         for m in range(m_img):
             for c in range(c_in):
                 plane = ((n0 + m) * c_in + c) * h * w
@@ -152,7 +155,7 @@ if numba is not None:
                     dst[q] = 0
                 for i in range(kh):
                     for j in range(kw):
-                        d = (m * k_all + (c * kh + i) * kw + j) * p
+                        d = m * stride_m + ((c * kh + i) * kw + j) * stride_k
                         lo, hi = _inside(1, pw, j * dw, w, ow)
                         for y in range(oh):
                             row = y * sh - ph + i * dh
@@ -165,16 +168,16 @@ if numba is not None:
                                 part[q] += src[q]
 
     @_serial
-    def _col2im_strided(cols, grad, n0, m_img, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):
+    def _col2im_strided(cols, grad, n0, m_img, stride_m, stride_k, kh, kw, sh, sw, ph, pw, dh,
+                        dw, oh, ow):
         """The adjoint of _im2col_strided, in the same order as _col2im_unit."""
         c_in, h, w = grad.shape[1], grad.shape[2], grad.shape[3]
-        k_all, p = c_in * kh * kw, oh * ow
         for m in range(m_img):
             for c in range(c_in):
                 grad[n0 + m, c] = 0
                 for i in range(kh):
                     for j in range(kw):
-                        d = (m * k_all + (c * kh + i) * kw + j) * p
+                        d = m * stride_m + ((c * kh + i) * kw + j) * stride_k
                         for y in range(oh):
                             row = y * sh - ph + i * dh
                             for q in range(ow):
@@ -253,13 +256,15 @@ def im2col(x, n0, m_img, cols, stride_m, stride_k, kh, kw, sh, sw, ph, pw, dh, d
                         oh, ow)
 
 
-def col2im(cols, grad, n0, m_img, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):
-    """The adjoint of im2col (cols laid out (image, (c, i, j), (y, x)), flat): writes
-    grad[n0:n0 + m_img] whole, adding each element's kernel offsets in row-major order."""
+def col2im(cols, grad, n0, m_img, stride_m, stride_k, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow):
+    """The adjoint of im2col (cols laid out as there): writes grad[n0:n0 + m_img] whole,
+    adding each element's kernel offsets in row-major order."""
     if sw == 1:
-        _col2im_unit(cols, grad, n0, m_img, kh, kw, sh, ph, pw, dh, dw, oh, ow)
+        _col2im_unit(cols, grad, n0, m_img, stride_m, stride_k, kh, kw, sh, ph, pw, dh, dw, oh,
+                     ow)
     else:
-        _col2im_strided(cols, grad, n0, m_img, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow)
+        _col2im_strided(cols, grad, n0, m_img, stride_m, stride_k, kh, kw, sh, sw, ph, pw, dh,
+                        dw, oh, ow)
 
 
 # ---- convolution by chunks of images (float32 / float64, any groups) --------------------------
@@ -280,21 +285,30 @@ class _Conv:
         self.pieces = threads_.plan(self.n, self.n * self.o * self.p * self.kg)
         per_image = self.k * self.p * self.dtype.itemsize
         self.chunk = max(1, min(self.n, CHUNK_BYTES // max(per_image, 1)))
+        # small output planes: one product for the chunk, its columns laid out (rows, image,
+        # pixel), and the output transposed after (per image, the product would be skinny)
+        self.wide = self.p < WIDE_PIXELS
 
     def args(self):
         return (self.kh, self.kw, self.sh, self.sw, self.ph, self.pw, self.dh, self.dw,
                 self.oh, self.ow)
 
+    def strides(self, m: int) -> tuple:
+        """The element strides of image and row in a chunk of m images' columns."""
+        return (self.p, m * self.p) if self.wide else (self.k * self.p, self.p)
+
     def run(self, part):
-        """part(i, lo, hi, cols) for every chunk [lo, hi) of every piece i, the pieces at
-        once; cols: piece i's flat scratch for one chunk's columns."""
-        size = self.chunk * self.k * self.p
-        bufs = [scratch.buffer(("kcols", i), (size,), self.dtype)
+        """part(i, lo, hi, cols, rows) for every chunk [lo, hi) of every piece i, the pieces
+        at once; cols, rows: piece i's flat scratch for one chunk's columns and for one chunk
+        of output rows transposed."""
+        cols = [scratch.buffer(("kcols", i), (self.chunk * self.k * self.p,), self.dtype)
+                for i in range(len(self.pieces))]
+        rows = [scratch.buffer(("krows", i), (self.chunk * self.o * self.p,), self.dtype)
                 for i in range(len(self.pieces))]
 
         def piece(i, lo, hi):
             for a in range(lo, hi, self.chunk):
-                part(i, a, min(hi, a + self.chunk), bufs[i])
+                part(i, a, min(hi, a + self.chunk), cols[i], rows[i])
 
         return threads_.run(piece, [(i, *p) for i, p in enumerate(self.pieces)])
 
@@ -312,12 +326,16 @@ def conv2d(x, weight, stride, padding, dilation, groups):
     x, out = np.ascontiguousarray(x), np.empty((g.n, g.o, g.oh, g.ow), dtype=g.dtype)
     w = np.ascontiguousarray(weight).reshape(groups, g.og, g.kg)
 
-    def part(i, lo, hi, flat):
+    def part(i, lo, hi, flat, rows):
         m = hi - lo
-        im2col(x, lo, m, flat, g.k * g.p, g.p, *g.args())
-        cols = flat[:m * g.k * g.p].reshape(m, groups, g.kg, g.p)
-        np.matmul(w, cols,
-                  out=out[lo:hi].reshape(m, groups, g.og, g.p))
+        im2col(x, lo, m, flat, *g.strides(m), *g.args())
+        if not g.wide:  # one product per image, written in place
+            np.matmul(w, flat[:m * g.k * g.p].reshape(m, groups, g.kg, g.p),
+                      out=out[lo:hi].reshape(m, groups, g.og, g.p))
+            return
+        prod = rows[:g.o * m * g.p].reshape(groups, g.og, m * g.p)
+        np.matmul(w, flat[:m * g.k * g.p].reshape(groups, g.kg, m * g.p), out=prod)
+        np.copyto(out[lo:hi].reshape(m, g.o, g.p), prod.reshape(g.o, m, g.p).transpose(1, 0, 2))
 
     g.run(part)
     return out
@@ -325,21 +343,20 @@ def conv2d(x, weight, stride, padding, dilation, groups):
 
 def conv2d_grad_weight(x, grad_output, weight_shape, stride, padding, dilation, groups):
     g = _Conv(x.shape, weight_shape, stride, padding, dilation, groups, x.dtype)
+    g.wide = True  # the chunk's products summed by the product itself
     x, go = np.ascontiguousarray(x), np.ascontiguousarray(grad_output)
     sums = [np.zeros((groups, g.og, g.kg), dtype=g.dtype) for _ in g.pieces]
-    go_rows = [scratch.buffer(("kgo", i), (g.o * g.chunk * g.p,), g.dtype)
-               for i in range(len(g.pieces))]
     prods = [scratch.buffer(("kprod", i), (groups, g.og, g.kg), g.dtype)
              for i in range(len(g.pieces))]
 
-    def part(i, lo, hi, flat):
+    def part(i, lo, hi, flat, rows):
         m = hi - lo
-        im2col(x, lo, m, flat, g.p, m * g.p, *g.args())  # (rows, image, pixel)
-        cols = flat[:m * g.k * g.p].reshape(g.k, m, g.p)
-        rows = go_rows[i][:g.o * m * g.p].reshape(g.o, m, g.p)
+        im2col(x, lo, m, flat, *g.strides(m), *g.args())  # (rows, image, pixel)
+        rows = rows[:g.o * m * g.p].reshape(g.o, m, g.p)
         np.copyto(rows, go[lo:hi].reshape(m, g.o, g.p).transpose(1, 0, 2))
         np.matmul(rows.reshape(groups, g.og, m * g.p),
-                  cols.reshape(groups, g.kg, m * g.p).transpose(0, 2, 1), out=prods[i])
+                  flat[:m * g.k * g.p].reshape(groups, g.kg, m * g.p).transpose(0, 2, 1),
+                  out=prods[i])
         np.add(sums[i], prods[i], out=sums[i])  # the chunks' products in chunk order
 
     g.run(part)
@@ -355,11 +372,17 @@ def conv2d_grad_input(grad_output, weight, input_shape, stride, padding, dilatio
     w_t = np.ascontiguousarray(weight.reshape(groups, g.og, g.kg).transpose(0, 2, 1))
     out = np.empty(input_shape, dtype=g.dtype)
 
-    def part(i, lo, hi, flat):
+    def part(i, lo, hi, flat, rows):
         m = hi - lo
-        cols = flat[:m * g.k * g.p].reshape(m, groups, g.kg, g.p)
-        np.matmul(w_t, go[lo:hi].reshape(m, groups, g.og, g.p), out=cols)
-        col2im(flat, out, lo, m, *g.args())
+        if g.wide:
+            rows = rows[:g.o * m * g.p].reshape(g.o, m, g.p)
+            np.copyto(rows, go[lo:hi].reshape(m, g.o, g.p).transpose(1, 0, 2))
+            np.matmul(w_t, rows.reshape(groups, g.og, m * g.p),
+                      out=flat[:m * g.k * g.p].reshape(groups, g.kg, m * g.p))
+        else:
+            np.matmul(w_t, go[lo:hi].reshape(m, groups, g.og, g.p),
+                      out=flat[:m * g.k * g.p].reshape(m, groups, g.kg, g.p))
+        col2im(flat, out, lo, m, *g.strides(m), *g.args())
 
     g.run(part)
     return out

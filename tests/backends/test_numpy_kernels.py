@@ -30,16 +30,19 @@ def backend():
 
 
 @contextlib.contextmanager
-def split(threads: int, chunk_bytes: int):
+def split(threads: int, chunk_bytes: int, wide_pixels: int | None = None):
     """Every kernel cuts its batch into `threads` pieces however small, and convolution its
-    pieces into chunks of chunk_bytes of columns (1: one image a chunk)."""
-    before = threads_.MIN_WORK, kernels.CHUNK_BYTES
+    pieces into chunks of chunk_bytes of columns (1: one image a chunk); wide_pixels: 0 for
+    one product per image, a large number for one product per chunk."""
+    before = threads_.MIN_WORK, kernels.CHUNK_BYTES, kernels.WIDE_PIXELS
     threads_.MIN_WORK, kernels.CHUNK_BYTES = 0, chunk_bytes
+    if wide_pixels is not None:
+        kernels.WIDE_PIXELS = wide_pixels
     try:
         with threads_.forced(threads):
             yield
     finally:
-        threads_.MIN_WORK, kernels.CHUNK_BYTES = before
+        threads_.MIN_WORK, kernels.CHUNK_BYTES, kernels.WIDE_PIXELS = before
 
 
 @contextlib.contextmanager
@@ -78,13 +81,14 @@ def _conv_all(x, weight, args):
 
 @pytest.mark.parametrize("threads", [1, 3])
 @pytest.mark.parametrize("chunk_bytes", [1, 1 << 30], ids=["image-chunks", "one-chunk"])
-@settings(max_examples=40, deadline=None)
+@pytest.mark.parametrize("wide", [0, 1 << 30], ids=["per-image", "per-chunk"])
+@settings(max_examples=30, deadline=None)
 @given(case=conv_case())
-def test_convolution_matches_the_fallbacks_and_the_numpy_path(threads, chunk_bytes, case):
+def test_convolution_matches_the_fallbacks_and_the_numpy_path(threads, chunk_bytes, wide, case):
     """float64: the kernels against the fallbacks composed from primitives (an independent
     reference) and against nn.py's NumPy path, values and both gradients."""
     x, weight, args = case
-    with split(threads, chunk_bytes):
+    with split(threads, chunk_bytes, wide):
         ours, grad = _conv_all(x, weight, args)
         with numpy_path():
             numpy_path_results = (nn.conv2d(x, weight, *args),
@@ -101,12 +105,13 @@ def test_convolution_matches_the_fallbacks_and_the_numpy_path(threads, chunk_byt
 
 
 @pytest.mark.parametrize("stride", [1, 2])
-def test_float32_convolution_matches_the_numpy_path(stride):
+@pytest.mark.parametrize("wide", [0, 1 << 30], ids=["per-image", "per-chunk"])
+def test_float32_convolution_matches_the_numpy_path(stride, wide):
     rng = np.random.default_rng(0)
     x = rng.standard_normal((6, 8, 12, 12), dtype=np.float32)
     weight = rng.standard_normal((16, 8, 3, 3), dtype=np.float32)
     args = ((stride, stride), (1, 1), (1, 1), 1)
-    with split(2, 4096):  # several chunks a piece, the last one short
+    with split(2, 12000, wide):  # several chunks a piece, the last one short
         ours, grad = _conv_all(x, weight, args)
     with numpy_path():
         theirs = (nn.conv2d(x, weight, *args), nn.conv2d_grad_input(grad, weight, x.shape, *args),
