@@ -177,12 +177,16 @@ def test_max_pool_matches_the_fallback_and_the_numpy_path_bit_for_bit(threads, c
     np.testing.assert_array_equal(got_grad, np_grad)
 
 
+SIZES = pytest.mark.parametrize("size", [37, optim.MIN_SIZE + 5], ids=["serial", "parallel"])
+
+
+@SIZES
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("decay", [(0.0, False), (0.01, False), (0.01, True)],
                          ids=["plain", "l2", "adamw"])
-def test_adam_step_is_the_reference_bit_for_bit(dtype, decay):
+def test_adam_step_is_the_reference_bit_for_bit(dtype, decay, size):
     rng = np.random.default_rng(0)
-    state = [rng.standard_normal(optim.MIN_SIZE + 5).astype(dtype) for _ in range(4)]
+    state = [rng.standard_normal(size).astype(dtype) for _ in range(4)]
     state[3] = np.abs(state[3])
     ours, reference = [a.copy() for a in state], [a.copy() for a in state]
     backend = pytest.importorskip("ndlite_numpy").NumpyBackend()
@@ -193,11 +197,12 @@ def test_adam_step_is_the_reference_bit_for_bit(dtype, decay):
         np.testing.assert_array_equal(a, b)
 
 
+@SIZES
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("nesterov", [False, True])
-def test_sgd_step_is_the_reference_bit_for_bit(dtype, nesterov):
+def test_sgd_step_is_the_reference_bit_for_bit(dtype, nesterov, size):
     rng = np.random.default_rng(0)
-    state = [rng.standard_normal(optim.MIN_SIZE + 5).astype(dtype) for _ in range(3)]
+    state = [rng.standard_normal(size).astype(dtype) for _ in range(3)]
     ours, reference = [a.copy() for a in state], [a.copy() for a in state]
     backend = pytest.importorskip("ndlite_numpy").NumpyBackend()
     for first in (True, False, False):
@@ -207,8 +212,9 @@ def test_sgd_step_is_the_reference_bit_for_bit(dtype, nesterov):
         np.testing.assert_array_equal(a, b)
 
 
-def test_small_and_amsgrad_steps_are_left_to_the_reference():
-    a = np.ones(10, dtype=np.float32)
-    assert not optim.adam_step(a, a, a, a, None, 1, 1e-3, 0.9, 0.999, 1e-8, 0.0, False)
+def test_amsgrad_and_other_dtypes_are_left_to_the_reference():
     big = np.ones(optim.MIN_SIZE, dtype=np.float32)
     assert not optim.adam_step(big, big, big, big, big, 1, 1e-3, 0.9, 0.999, 1e-8, 0.0, False)
+    half = np.ones(10, dtype=np.float16)
+    assert not optim.adam_step(half, half, half, half, None, 1, 1e-3, 0.9, 0.999, 1e-8, 0.0,
+                               False)
