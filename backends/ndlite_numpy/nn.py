@@ -29,7 +29,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from ndlite.device import fallbacks
 
-from . import kernels, scratch, threads
+from . import kernels, pooling, scratch, threads, winograd
 
 #: output width from which the per-image layout beats the batch-innermost one
 WIDE_ROWS = 16
@@ -140,6 +140,9 @@ def _fill_grad_batch_inner(g: _Geometry, grad_output, out):
 
 
 def conv2d(x, weight, stride, padding, dilation, groups):
+    if kernels.applies(x, weight) and \
+            winograd.applies(x.shape, weight.shape, stride, padding, dilation, groups):
+        return winograd.conv2d(x, weight, padding[0])
     if _kernels_take(x.shape, weight.shape, stride, padding, dilation, x, weight):
         return kernels.conv2d(x, weight, stride, padding, dilation, groups)
     g = _Geometry(x.shape, weight.shape, stride, padding, dilation, groups,
@@ -216,6 +219,9 @@ def conv2d_grad_weight(x, grad_output, weight_shape, stride, padding, dilation, 
 
 
 def conv2d_grad_input(grad_output, weight, input_shape, stride, padding, dilation, groups):
+    if kernels.applies(grad_output, weight) and \
+            winograd.applies(input_shape, weight.shape, stride, padding, dilation, groups):
+        return winograd.conv2d_grad_input(grad_output, weight, padding[0])
     if _kernels_take(input_shape, weight.shape, stride, padding, dilation, grad_output, weight):
         return kernels.conv2d_grad_input(grad_output, weight, input_shape, stride, padding,
                                          dilation, groups)
@@ -284,7 +290,7 @@ def max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode):
     if out is None:
         return None
     if kernels.applies(x):
-        return kernels.max_pool2d(x, kernel_size, out)
+        return pooling.max_pool2d(x, kernel_size, out)
     n, c, _, w = x.shape
     (oh, ow), (kh, kw) = out, kernel_size
     values = np.empty((n, c, oh, ow), dtype=x.dtype)
@@ -337,7 +343,7 @@ def max_pool2d_grad(grad_output, indices, input_shape, kernel_size, stride, padd
     if out is None:
         return None
     if kernels.applies(grad_output) and indices.dtype == np.int64:
-        return kernels.max_pool2d_grad(grad_output, indices, input_shape, kernel_size, out)
+        return pooling.max_pool2d_grad(grad_output, indices, input_shape, kernel_size, out)
     n, c, h, w = input_shape
     (oh, ow), (kh, kw) = out, kernel_size
     base = (np.arange(oh)[:, None] * kh) * w + np.arange(ow)[None, :] * kw

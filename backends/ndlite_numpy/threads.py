@@ -122,7 +122,15 @@ def run(part, pieces: list[tuple[int, int]]) -> list:
 
     The first piece runs on the calling thread. A single piece, or every piece while another
     parallel section is in progress (a nested or concurrent call), runs inline with BLAS as it
-    is."""
+    is; except a single piece where our pool has as many threads as BLAS (2 cores), which
+    runs with BLAS held at one thread, lest its worker spin after the piece's products (see
+    matmul)."""
+    if len(pieces) == 1 and 1 < count() == total() and _lock.acquire(blocking=False):
+        try:  # one piece on a pool that owns the cores: BLAS held too, see matmul
+            with blas_held():
+                return [part(*pieces[0])]
+        finally:
+            _lock.release()
     if len(pieces) == 1 or not _lock.acquire(blocking=False):
         return [part(*p) for p in pieces]
     try:

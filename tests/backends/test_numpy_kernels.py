@@ -9,6 +9,7 @@ import ndlite_numpy.kernels as kernels
 import ndlite_numpy.nn as nn
 import ndlite_numpy.optim as optim
 import ndlite_numpy.threads as threads_
+import ndlite_numpy.winograd as winograd
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -132,6 +133,61 @@ def test_convolution_is_deterministic_per_thread_count():
         for run in runs[1:]:
             for a, b in zip(runs[0], run, strict=True):
                 np.testing.assert_array_equal(a, b)
+
+
+@st.composite
+def winograd_case(draw):
+    """3x3, stride 1, padding 0-2, odd and even sizes (partial tiles at the edges)."""
+    pad = draw(st.integers(0, 2))
+    h, w = draw(st.integers(max(1, 3 - 2 * pad), 9)), draw(st.integers(max(1, 3 - 2 * pad), 9))
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    x = rng.standard_normal((draw(st.integers(1, 5)), draw(st.integers(1, 4)), h, w))
+    weight = rng.standard_normal((draw(st.integers(1, 4)), x.shape[1], 3, 3))
+    return x, weight, pad
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+@pytest.mark.parametrize("chunk_bytes", [1, 1 << 30], ids=["image-chunks", "one-chunk"])
+@settings(max_examples=40, deadline=None)
+@given(case=winograd_case())
+def test_winograd_matches_the_fallbacks(threads, chunk_bytes, case):
+    """float64: Winograd's convolution and input gradient against the fallbacks."""
+    x, weight, pad = case
+    args = ((1, 1), (pad, pad), (1, 1), 1)
+    b = backend()
+    with split(threads, chunk_bytes):
+        out = winograd.conv2d(x, weight, pad)
+        grad = np.random.default_rng(1).standard_normal(out.shape)
+        grad_x = winograd.conv2d_grad_input(grad, weight, pad)
+    np.testing.assert_allclose(out, fallbacks.conv2d(b, x, weight, *args), rtol=1e-10,
+                               atol=1e-10)
+    np.testing.assert_allclose(grad_x, fallbacks.conv2d_grad_input(b, grad, weight, x.shape, *args),
+                               rtol=1e-10, atol=1e-10)
+
+
+def test_winograd_runs_where_it_applies_and_matches_the_numpy_path_in_float32():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((5, 16, 11, 10), dtype=np.float32)  # 11x10: partial tiles
+    weight = rng.standard_normal((24, 16, 3, 3), dtype=np.float32)
+    args = ((1, 1), (1, 1), (1, 1), 1)
+    assert winograd.applies(x.shape, weight.shape, *args)
+    assert not winograd.applies(x.shape, weight.shape, (2, 2), (1, 1), (1, 1), 1)
+    assert not winograd.applies(x.shape, (24, 8, 3, 3), (1, 1), (1, 1), (1, 1), 2)
+    assert not winograd.applies((5, 3, 11, 10), (24, 3, 3, 3), *args)  # too few channels
+    assert not winograd.applies((5, 16, 4, 4), weight.shape, *args)  # planes too small
+    with split(2, 30000):
+        out = nn.conv2d(x, weight, *args)
+        grad = rng.standard_normal(out.shape, dtype=np.float32)
+        grad_x = nn.conv2d_grad_input(grad, weight, x.shape, *args)
+        runs = [nn.conv2d(x, weight, *args) for _ in range(2)]
+    np.testing.assert_array_equal(runs[0], runs[1])  # deterministic
+    with numpy_path():
+        want, want_x = (nn.conv2d(x, weight, *args),
+                        nn.conv2d_grad_input(grad, weight, x.shape, *args))
+    assert out.dtype == grad_x.dtype == np.float32
+    # the transforms add a few roundings: float32 within ~1e-6 of the largest value
+    np.testing.assert_allclose(out, want, rtol=0, atol=1e-5 * np.abs(want).max())
+    np.testing.assert_allclose(grad_x, want_x, rtol=0, atol=1e-5 * np.abs(want_x).max())
 
 
 @st.composite
