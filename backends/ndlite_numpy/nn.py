@@ -186,6 +186,9 @@ def _product_shape(g: _Geometry, m: int) -> tuple:
 
 
 def conv2d_grad_weight(x, grad_output, weight_shape, stride, padding, dilation, groups):
+    if kernels.applies(x, grad_output) and \
+            winograd.applies(x.shape, weight_shape, stride, padding, dilation, groups):
+        return winograd.conv2d_grad_weight(x, grad_output, padding[0])
     if _kernels_take(x.shape, weight_shape, stride, padding, dilation, x, grad_output):
         return kernels.conv2d_grad_weight(x, grad_output, weight_shape, stride, padding,
                                           dilation, groups)

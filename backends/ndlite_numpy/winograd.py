@@ -6,7 +6,8 @@ the channels contracted by 16 BLAS products (M[xi] = U[xi] @ V[xi], U = G g G^T 
 weights), and the products transformed back (Y = A^T M A). That is 2.25x fewer multiply-adds in
 the products, which are most of a convolution's time on a CPU whose BLAS runs AVX2 kernels
 (docs/DESIGN.md). The input gradient of such a convolution is one too (the weights flipped and
-transposed, padding 2 - p), so it takes the same path; the weight gradient stays im2col.
+transposed, padding 2 - p), so it takes the same path; the weight gradient uses the same
+transforms through the chain rule (dL/dU = sum over tiles of (A dy A^T) * V).
 
 Like kernels.py's convolution, each of the backend's threads takes a piece of the batch and
 walks it in chunks of images whose transformed tiles fit in L2; the transforms are serial
@@ -101,6 +102,39 @@ if kernels.numba is not None:
                             dst[k] = src[k]
 
 
+    @_serial
+    def _grad_tiles(grad_output, n0, m_img, dm, th, tw):
+        """dm[o, xi, (image, ty, tx)] = (A dy A^T)[xi] of the 2x2 tile (ty, tx) of the output
+        gradient (zeros past its edge): the gradient of the tile's M in the forward."""
+        oh, ow = grad_output.shape[2], grad_output.shape[3]
+        rows = np.zeros((2, 2 * tw), dtype=grad_output.dtype)
+        for m in range(m_img):
+            for o in range(grad_output.shape[1]):
+                plane = grad_output[n0 + m, o]
+                for ty in range(th):
+                    for a in range(2):
+                        row = rows[a]
+                        if 2 * ty + a < oh:
+                            src = plane[2 * ty + a]
+                            for k in range(ow):
+                                row[k] = src[k]
+                        else:
+                            row[:] = 0
+                    base = (m * th + ty) * tw
+                    out, y0, y1 = dm[o, :, base:base + tw], rows[0], rows[1]
+                    for tx in range(tw):
+                        p0, q0 = y0[2 * tx], y0[2 * tx + 1]
+                        p1, q1 = y1[2 * tx], y1[2 * tx + 1]
+                        # rows of A dy: dy0, dy0 + dy1, dy0 - dy1, -dy1; then each [p, q]
+                        # times A^T: p, p + q, p - q, -q
+                        for i, (p, q) in enumerate(((p0, q0), (p0 + p1, q0 + q1),
+                                                    (p0 - p1, q0 - q1), (-p1, -q1))):
+                            out[4 * i, tx] = p
+                            out[4 * i + 1, tx] = p + q
+                            out[4 * i + 2, tx] = p - q
+                            out[4 * i + 3, tx] = -q
+
+
 _G = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
 
 
@@ -112,6 +146,19 @@ def applies(x_shape, weight_shape, stride, padding, dilation, groups) -> bool:
             and tuple(dilation) == (1, 1) and groups == 1 and padding[0] == padding[1] <= 2
             and min(o, c) >= MIN_CHANNELS and min(x_shape[2:]) >= MIN_PLANE
             and min(x_shape[2:]) + 2 * padding[0] - 2 >= MIN_PLANE)
+
+
+def _chunks(dtype, n, c, o, th, tw):
+    """Images a chunk, the pieces of the batch, and per piece the flat scratch of a chunk's
+    transformed input tiles (C, 16, tiles) and products (O, 16, tiles)."""
+    per_image = 16 * max(c, o) * th * tw * dtype.itemsize
+    chunk = max(1, min(n, kernels.CHUNK_BYTES // per_image))
+    pieces = threads_.plan(n, 16 * n * o * c * th * tw)
+    vs = [scratch.buffer(("wino_v", i), (16 * c * chunk * th * tw,), dtype)
+          for i in range(len(pieces))]
+    ms = [scratch.buffer(("wino_m", i), (16 * o * chunk * th * tw,), dtype)
+          for i in range(len(pieces))]
+    return chunk, pieces, vs, ms
 
 
 def conv2d(x, weight, pad: int):
@@ -126,13 +173,7 @@ def conv2d(x, weight, pad: int):
                          ([3], [1]))
     u = np.ascontiguousarray(u.transpose(0, 3, 1, 2).reshape(16, o, c).astype(x.dtype))
     out = np.empty((n, o, oh, ow), dtype=x.dtype)
-    per_image = 16 * max(c, o) * th * tw * x.dtype.itemsize
-    chunk = max(1, min(n, kernels.CHUNK_BYTES // per_image))
-    pieces = threads_.plan(n, 16 * n * o * c * th * tw)
-    vs = [scratch.buffer(("wino_v", i), (16 * c * chunk * th * tw,), x.dtype)
-          for i in range(len(pieces))]
-    ms = [scratch.buffer(("wino_m", i), (16 * o * chunk * th * tw,), x.dtype)
-          for i in range(len(pieces))]
+    chunk, pieces, vs, ms = _chunks(x.dtype, n, c, o, th, tw)
 
     def piece(i, lo, hi):
         for a in range(lo, hi, chunk):
@@ -152,3 +193,35 @@ def conv2d_grad_input(grad_output, weight, pad: int):
     output gradient with the weights flipped and transposed, padding 2 - pad."""
     flipped = np.ascontiguousarray(weight[:, :, ::-1, ::-1].transpose(1, 0, 2, 3))
     return conv2d(grad_output, flipped, 2 - pad)
+
+
+def conv2d_grad_weight(x, grad_output, pad: int):
+    """The weight gradient of conv2d(x, weight, padding pad), 3x3, by the same transforms:
+    with M = U * V per tile and U = G g G^T, dL/dU is the sum over tiles of (A dy A^T) * V
+    (16 products over the tiles, per chunk, summed in chunk then piece order), and the
+    gradient G^T (dL/dU) G."""
+    x, go = np.ascontiguousarray(x), np.ascontiguousarray(grad_output)
+    (n, c, _, _), (o, oh, ow) = x.shape, go.shape[1:]
+    th, tw = (oh + 1) // 2, (ow + 1) // 2
+    chunk, pieces, vs, ms = _chunks(x.dtype, n, c, o, th, tw)
+    sums = [np.zeros((16, o, c), dtype=x.dtype) for _ in pieces]
+    prods = [scratch.buffer(("wino_du", i), (16, o, c), x.dtype) for i in range(len(pieces))]
+
+    def piece(i, lo, hi):
+        for a in range(lo, hi, chunk):
+            m = min(hi, a + chunk) - a
+            v = vs[i][:16 * c * m * th * tw].reshape(c, 16, m * th * tw)
+            dm = ms[i][:16 * o * m * th * tw].reshape(o, 16, m * th * tw)
+            _tiles_in(x, a, m, v, pad, th, tw)
+            _grad_tiles(go, a, m, dm, th, tw)
+            np.matmul(dm.transpose(1, 0, 2), v.transpose(1, 2, 0), out=prods[i])
+            np.add(sums[i], prods[i], out=sums[i])
+
+    threads_.run(piece, [(i, *p) for i, p in enumerate(pieces)])
+    total = sums[0].astype(np.float64)
+    for s in sums[1:]:
+        total += s
+    with threads_.blas_held():
+        grad = np.tensordot(np.tensordot(total.reshape(4, 4, o, c), _G, ([0], [0])), _G,
+                            ([0], [0]))  # (O, C, i, j)
+    return grad.astype(x.dtype)

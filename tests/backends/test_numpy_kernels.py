@@ -151,7 +151,7 @@ def winograd_case(draw):
 @settings(max_examples=40, deadline=None)
 @given(case=winograd_case())
 def test_winograd_matches_the_fallbacks(threads, chunk_bytes, case):
-    """float64: Winograd's convolution and input gradient against the fallbacks."""
+    """float64: Winograd's convolution and both gradients against the fallbacks."""
     x, weight, pad = case
     args = ((1, 1), (pad, pad), (1, 1), 1)
     b = backend()
@@ -159,9 +159,13 @@ def test_winograd_matches_the_fallbacks(threads, chunk_bytes, case):
         out = winograd.conv2d(x, weight, pad)
         grad = np.random.default_rng(1).standard_normal(out.shape)
         grad_x = winograd.conv2d_grad_input(grad, weight, pad)
+        grad_w = winograd.conv2d_grad_weight(x, grad, pad)
     np.testing.assert_allclose(out, fallbacks.conv2d(b, x, weight, *args), rtol=1e-10,
                                atol=1e-10)
     np.testing.assert_allclose(grad_x, fallbacks.conv2d_grad_input(b, grad, weight, x.shape, *args),
+                               rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(grad_w,
+                               fallbacks.conv2d_grad_weight(b, x, grad, weight.shape, *args),
                                rtol=1e-10, atol=1e-10)
 
 
@@ -179,15 +183,18 @@ def test_winograd_runs_where_it_applies_and_matches_the_numpy_path_in_float32():
         out = nn.conv2d(x, weight, *args)
         grad = rng.standard_normal(out.shape, dtype=np.float32)
         grad_x = nn.conv2d_grad_input(grad, weight, x.shape, *args)
-        runs = [nn.conv2d(x, weight, *args) for _ in range(2)]
-    np.testing.assert_array_equal(runs[0], runs[1])  # deterministic
+        grad_w = nn.conv2d_grad_weight(x, grad, weight.shape, *args)
+        runs = [(nn.conv2d(x, weight, *args), nn.conv2d_grad_weight(x, grad, weight.shape, *args))
+                for _ in range(2)]
+    for a, b in zip(*runs, strict=True):
+        np.testing.assert_array_equal(a, b)  # deterministic
     with numpy_path():
-        want, want_x = (nn.conv2d(x, weight, *args),
-                        nn.conv2d_grad_input(grad, weight, x.shape, *args))
-    assert out.dtype == grad_x.dtype == np.float32
+        wants = (nn.conv2d(x, weight, *args), nn.conv2d_grad_input(grad, weight, x.shape, *args),
+                 nn.conv2d_grad_weight(x, grad, weight.shape, *args))
     # the transforms add a few roundings: float32 within ~1e-6 of the largest value
-    np.testing.assert_allclose(out, want, rtol=0, atol=1e-5 * np.abs(want).max())
-    np.testing.assert_allclose(grad_x, want_x, rtol=0, atol=1e-5 * np.abs(want_x).max())
+    for got, want in zip((out, grad_x, grad_w), wants, strict=True):
+        assert got.dtype == np.float32 and got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * np.abs(want).max())
 
 
 @st.composite
