@@ -190,19 +190,21 @@ def matmul(a, b):
     Smaller products, skinny ones (a side under SKINNY: memory-bound, where BLAS's own threads
     share out the memory traffic far better than a Python pool: 2000x2000 @ 2000x4 took 0.13 ms
     on 16 OpenBLAS threads, 0.7-0.9 ms cut into 2-16 pieces here), broadcast stacks and other
-    dtypes are np.matmul's own. Where our pool has as many threads as BLAS (2 cores), those
-    products that OpenBLAS would thread (from BLAS_THREADED multiply-adds) run with BLAS held at
+    dtypes are np.matmul's own. Where our pool has as many threads as BLAS (2 cores), 2-D
+    skinny products are cut along their long side like the others, and the products left
+    whole that OpenBLAS would thread (from BLAS_THREADED multiply-adds) run with BLAS held at
     one thread: its worker would otherwise spin for ~0.1 s after them, on the core our next
     parallel section needs (VGG-style step on the 2-core VM: the three products of its last
     Linear took 4-22 ms a step, the convolutions after them up to twice their time)."""
     work = a.size * b.shape[-1] if a.ndim >= 2 and b.ndim >= 2 else 0
-    if work < 2 * MIN_WORK or a.dtype != b.dtype or a.dtype.char not in "fd" or \
-            min(a.shape[-2:] + b.shape[-1:]) < SKINNY:
+    if work < 2 * MIN_WORK or a.dtype != b.dtype or a.dtype.char not in "fd":
         return _alone(a, b, work)
     m, n = a.shape[-2], b.shape[-1]
+    skinny = min(a.shape[-2:] + b.shape[-1:]) < SKINNY
     if a.ndim == 2 and b.ndim == 2:
         if count() < total():  # BLAS may use more threads than our pool: all of them
             return np.matmul(a, b)
+        # (skinny ones too: they are cut along their long side, BLAS held at one thread)
         # as many of ours as BLAS's (2 cores): our pieces, BLAS asleep, measured faster
         out = np.empty((m, n), dtype=a.dtype)
         if m >= n:
@@ -210,7 +212,7 @@ def matmul(a, b):
         else:
             run(lambda lo, hi: np.matmul(a, b[:, lo:hi], out=out[:, lo:hi]), plan(n, work))
         return out
-    if a.shape[:-2] == b.shape[:-2]:
+    if a.shape[:-2] == b.shape[:-2] and not skinny:
         out = np.empty(a.shape[:-1] + (n,), dtype=a.dtype)
         run(lambda lo, hi: np.matmul(a[lo:hi], b[lo:hi], out=out[lo:hi]),
             plan(a.shape[0], work))

@@ -123,14 +123,16 @@ def test_nested_runs_go_inline():
 
 @pytest.mark.parametrize("shapes", [((300, 40), (40, 70)),  # rows
                                     ((30, 40), (40, 700)),  # columns
+                                    ((3000, 40), (40, 4)),  # skinny: rows
+                                    ((4, 40), (40, 3000)),  # skinny: columns
                                     ((6, 50, 40), (6, 40, 60)),  # equal batches
                                     ((2, 1, 50, 40), (3, 40, 60))],  # broadcast: NumPy's own
-                         ids=["rows", "columns", "batch", "broadcast"])
+                         ids=["rows", "columns", "skinny-rows", "skinny-columns", "batch",
+                              "broadcast"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("transposed", [False, True], ids=["c-order", "transposed-b"])
 def test_matmul_split_matches_numpy(shapes, dtype, transposed, monkeypatch):
     monkeypatch.setattr(threads, "MIN_WORK", 0)
-    monkeypatch.setattr(threads, "SKINNY", 0)
     rng = np.random.default_rng(0)
     a, b = (rng.standard_normal(s).astype(dtype) for s in shapes)
     if transposed:  # b as the transpose of a C-ordered array, as in x @ W.T
