@@ -15,6 +15,7 @@ is then per round, of the medians of the timed steps. Raw step times go to bench
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -119,6 +120,17 @@ def compare(name: str, steps: int, warmup: int, block: int) -> dict:
             "step_seconds": times}
 
 
+def _blas_kernels() -> dict:
+    """Which kernels OpenBLAS runs (its architecture, and OPENBLAS_CORETYPE where set): on the
+    2-core VM the environment forces Haswell's AVX2 kernels on an AVX-512 CPU, which decides
+    most of the convolutions' time (docs/DESIGN.md)."""
+    from threadpoolctl import threadpool_info
+
+    return {"architecture": [i.get("architecture") for i in threadpool_info()
+                             if i.get("internal_api") == "openblas"],
+            "OPENBLAS_CORETYPE": os.environ.get("OPENBLAS_CORETYPE")}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=None)
@@ -150,7 +162,8 @@ def main() -> None:
         print(f"  {name:9s} ndlite {r['ndlite_median_ms']:8.2f} ms  torch "
               f"{r['torch_median_ms']:8.2f} ms  ratio {r['ratio_median']:.2f}", flush=True)
     out = args.out or f"cpu_models_{threads}threads"
-    payload = {"threads": threads, "block": args.block, "backend_info": backend_info, **results}
+    payload = {"threads": threads, "block": args.block, "backend_info": backend_info,
+               "blas_kernels": _blas_kernels(), **results}
     print(f"wrote {save(out, payload)}")
 
 

@@ -172,7 +172,7 @@ class NumpyBackend(XpBackend):
         if (b.shape[-1] >= 256 and b.ndim == 2 and a.ndim == 2 and 2 <= a.shape[0] <= 32
                 and b.shape[0] >= 256 and b.flags.f_contiguous and not b.flags.c_contiguous):
             return threads.matmul(b.T, a.T).T
-        if a.size * b.shape[-1] < 2 * threads.MIN_WORK:  # too small to split (cheap check)
+        if a.size * b.shape[-1] < threads.BLAS_THREADED:  # one BLAS thread anyway (cheap check)
             return _matmul(a, b)
         return threads.matmul(a, b)
 

@@ -29,7 +29,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from ndlite.device import fallbacks
 
-from . import kernels, scratch, threads
+from . import kernels, pooling, scratch, threads, winograd
 
 #: output width from which the per-image layout beats the batch-innermost one
 WIDE_ROWS = 16
@@ -140,8 +140,11 @@ def _fill_grad_batch_inner(g: _Geometry, grad_output, out):
 
 
 def conv2d(x, weight, stride, padding, dilation, groups):
-    if kernels.applies(groups, threads.total(), x, weight):
-        return kernels.conv2d(x, weight, stride, padding, dilation, threads.total())
+    if kernels.applies(x, weight) and \
+            winograd.applies(x.shape, weight.shape, stride, padding, dilation, groups):
+        return winograd.conv2d(x, weight, padding[0])
+    if _kernels_take(x.shape, weight.shape, stride, padding, dilation, x, weight):
+        return kernels.conv2d(x, weight, stride, padding, dilation, groups)
     g = _Geometry(x.shape, weight.shape, stride, padding, dilation, groups,
                   np.result_type(x, weight))
     out = np.empty((g.n, g.o, g.oh, g.ow), dtype=g.dtype)
@@ -169,14 +172,26 @@ def conv2d(x, weight, stride, padding, dilation, groups):
     return out
 
 
+def _kernels_take(input_shape, weight_shape, stride, padding, dilation, *arrays) -> bool:
+    """Whether kernels.py's chunked convolution runs: compiled kernels on, and output rows at
+    least WIDE_ROWS wide. Narrower ones stay on the batch-innermost layout here, whose window
+    rows are OW * N long: per image, a row of 8 costs the kernels more than its copy (seed CNN
+    conv2, 8x8 outputs, 2 threads: 5.7 ms against 5.0 forward)."""
+    return kernels.applies(*arrays) and _per_image(
+        _out_size(input_shape[3], weight_shape[3], stride[1], padding[1], dilation[1]))
+
+
 def _product_shape(g: _Geometry, m: int) -> tuple:
     return (g.groups, g.og, g.oh * g.ow * m)
 
 
 def conv2d_grad_weight(x, grad_output, weight_shape, stride, padding, dilation, groups):
-    if kernels.applies(groups, threads.total(), x, grad_output):
+    if kernels.applies(x, grad_output) and \
+            winograd.applies(x.shape, weight_shape, stride, padding, dilation, groups):
+        return winograd.conv2d_grad_weight(x, grad_output, padding[0])
+    if _kernels_take(x.shape, weight_shape, stride, padding, dilation, x, grad_output):
         return kernels.conv2d_grad_weight(x, grad_output, weight_shape, stride, padding,
-                                          dilation, threads.total())
+                                          dilation, groups)
     g = _Geometry(x.shape, weight_shape, stride, padding, dilation, groups,
                   np.result_type(x, grad_output))
     sums = [np.empty((groups, g.og, g.cg, g.kh, g.kw), dtype=g.dtype) for _ in g.pieces]
@@ -207,9 +222,12 @@ def conv2d_grad_weight(x, grad_output, weight_shape, stride, padding, dilation, 
 
 
 def conv2d_grad_input(grad_output, weight, input_shape, stride, padding, dilation, groups):
-    if kernels.applies(groups, threads.total(), grad_output, weight):
+    if kernels.applies(grad_output, weight) and \
+            winograd.applies(input_shape, weight.shape, stride, padding, dilation, groups):
+        return winograd.conv2d_grad_input(grad_output, weight, padding[0])
+    if _kernels_take(input_shape, weight.shape, stride, padding, dilation, grad_output, weight):
         return kernels.conv2d_grad_input(grad_output, weight, input_shape, stride, padding,
-                                         dilation, threads.total())
+                                         dilation, groups)
     g = _Geometry(input_shape, weight.shape, stride, padding, dilation, groups,
                   np.result_type(grad_output, weight))
     hp, wp = g.h + 2 * g.ph, g.w + 2 * g.pw
@@ -274,6 +292,8 @@ def max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode):
     out = _tiles(x.shape, kernel_size, stride, padding, dilation, ceil_mode)
     if out is None:
         return None
+    if kernels.applies(x):
+        return pooling.max_pool2d(x, kernel_size, out)
     n, c, _, w = x.shape
     (oh, ow), (kh, kw) = out, kernel_size
     values = np.empty((n, c, oh, ow), dtype=x.dtype)
@@ -325,6 +345,8 @@ def max_pool2d_grad(grad_output, indices, input_shape, kernel_size, stride, padd
     out = _tiles(input_shape, kernel_size, stride, padding, dilation, ceil_mode)
     if out is None:
         return None
+    if kernels.applies(grad_output) and indices.dtype == np.int64:
+        return pooling.max_pool2d_grad(grad_output, indices, input_shape, kernel_size, out)
     n, c, h, w = input_shape
     (oh, ow), (kh, kw) = out, kernel_size
     base = (np.arange(oh)[:, None] * kh) * w + np.arange(ow)[None, :] * kw

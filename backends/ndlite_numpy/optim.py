@@ -3,8 +3,11 @@
 NumPy runs the reference update (ndlite.device.fallbacks) as a dozen passes over every
 parameter, each on one core; these kernels make one pass on all threads. They do the same
 float operations in the same order in the parameter's dtype (no fast-math, so no fused
-multiply-adds), so the results are bitwise those of the NumPy path. Used from MIN_SIZE
-elements; smaller parameters, and AMSGrad, take the NumPy path.
+multiply-adds), so the results are bitwise those of the NumPy path. From MIN_SIZE elements
+the parallel kernel runs on numba's threads; smaller parameters take the same kernel compiled
+serial, on the calling thread (a parallel launch costs tens of microseconds, a serial call a
+few, where the NumPy path's dozen calls cost ~15 us: the tiny MLP's Adam). AMSGrad takes the
+NumPy path.
 """
 
 from __future__ import annotations
@@ -15,36 +18,72 @@ import numpy as np
 
 from . import kernels, threads
 
-#: parameters smaller than this take the NumPy path (a launch costs tens of microseconds)
+#: parameters smaller than this take the serial kernels (a parallel launch costs tens of
+#: microseconds)
 MIN_SIZE = 1 << 16
 
 if kernels.numba is not None:
-    from numba import prange
+    from numba import njit, prange
+
+    # one element's update, inlined into a parallel loop and a serial one (two functions, so
+    # that numba's cache keeps both)
+    @njit(inline="always")
+    def _adam_one(i, param, grad, exp_avg, exp_avg_sq, beta1, one_minus_beta1, beta2,
+                  one_minus_beta2, sqrt_bc2, eps, step_size, decay, coupled):
+        p = param[i] * decay
+        g = grad[i] + param[i] * coupled if coupled else grad[i]
+        m = exp_avg[i] * beta1 + g * one_minus_beta1
+        v = exp_avg_sq[i] * beta2 + (g * g) * one_minus_beta2
+        exp_avg[i], exp_avg_sq[i] = m, v
+        param[i] = p - (m / (np.sqrt(v) / sqrt_bc2 + eps)) * step_size
 
     @kernels._jit
     def _adam(param, grad, exp_avg, exp_avg_sq, beta1, one_minus_beta1, beta2,
               one_minus_beta2, sqrt_bc2, eps, step_size, decay, coupled):
         for i in prange(param.size):
-            p = param[i] * decay
-            g = grad[i] + param[i] * coupled if coupled else grad[i]
-            m = exp_avg[i] * beta1 + g * one_minus_beta1
-            v = exp_avg_sq[i] * beta2 + (g * g) * one_minus_beta2
-            exp_avg[i], exp_avg_sq[i] = m, v
-            param[i] = p - (m / (np.sqrt(v) / sqrt_bc2 + eps)) * step_size
+            _adam_one(i, param, grad, exp_avg, exp_avg_sq, beta1, one_minus_beta1, beta2,
+                      one_minus_beta2, sqrt_bc2, eps, step_size, decay, coupled)
+
+    @kernels._serial
+    def _adam_serial(param, grad, exp_avg, exp_avg_sq, beta1, one_minus_beta1, beta2,
+              one_minus_beta2, sqrt_bc2, eps, step_size, decay, coupled):
+        for i in range(param.size):
+            _adam_one(i, param, grad, exp_avg, exp_avg_sq, beta1, one_minus_beta1, beta2,
+                      one_minus_beta2, sqrt_bc2, eps, step_size, decay, coupled)
+
+    @njit(inline="always")
+    def _sgd_one(i, param, grad, buf, lr, momentum, one_minus_dampening, weight_decay, first,
+                 nesterov):
+        g = grad[i] + param[i] * weight_decay if weight_decay else grad[i]
+        b = g if first else buf[i] * momentum + g * one_minus_dampening
+        buf[i] = b
+        g = g + b * momentum if nesterov else b
+        param[i] = param[i] - g * lr
 
     @kernels._jit
     def _sgd(param, grad, buf, lr, momentum, one_minus_dampening, weight_decay, first,
              nesterov):
         for i in prange(param.size):
-            g = grad[i] + param[i] * weight_decay if weight_decay else grad[i]
-            b = g if first else buf[i] * momentum + g * one_minus_dampening
-            buf[i] = b
-            g = g + b * momentum if nesterov else b
-            param[i] = param[i] - g * lr
+            _sgd_one(i, param, grad, buf, lr, momentum, one_minus_dampening, weight_decay,
+                     first, nesterov)
+
+    @kernels._serial
+    def _sgd_serial(param, grad, buf, lr, momentum, one_minus_dampening, weight_decay, first,
+             nesterov):
+        for i in range(param.size):
+            _sgd_one(i, param, grad, buf, lr, momentum, one_minus_dampening, weight_decay,
+                     first, nesterov)
+
+
+def _launch(parallel, serial, *args) -> None:
+    if args[0].size < MIN_SIZE:
+        serial(*args)
+    else:
+        kernels._launch(parallel, threads.total(), *args)
 
 
 def _fits(param, *arrays) -> bool:
-    if kernels.numba is None or param.size < MIN_SIZE or param.dtype.char not in "fd":
+    if kernels.numba is None or param.dtype.char not in "fd":
         return False
     return all(a is not None and a.dtype == param.dtype and a.shape == param.shape
                and a.flags.c_contiguous for a in (param, *arrays))
@@ -61,9 +100,9 @@ def adam_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, lr, beta1,
     coupled = weight_decay if weight_decay and not decoupled_weight_decay else 0.0
     bias_correction1, bias_correction2 = 1 - beta1 ** step, 1 - beta2 ** step
     flat = [a.reshape(-1) for a in (param, grad, exp_avg, exp_avg_sq)]
-    kernels._launch(_adam, threads.total(), *flat, t(beta1), t(1 - beta1),
-                    t(beta2), t(1 - beta2), t(math.sqrt(bias_correction2)), t(eps),
-                    t(lr / bias_correction1), t(decay), t(coupled))
+    _launch(_adam, _adam_serial, *flat, t(beta1), t(1 - beta1), t(beta2), t(1 - beta2),
+            t(math.sqrt(bias_correction2)), t(eps), t(lr / bias_correction1), t(decay),
+            t(coupled))
     return True
 
 
@@ -74,6 +113,6 @@ def sgd_step(param, grad, momentum_buffer, lr, momentum, dampening, nesterov,
         return False
     t = param.dtype.type
     flat = [a.reshape(-1) for a in (param, grad, momentum_buffer)]
-    kernels._launch(_sgd, threads.total(), *flat, t(lr), t(momentum),
-                    t(1 - dampening), t(weight_decay), bool(first_step), bool(nesterov))
+    _launch(_sgd, _sgd_serial, *flat, t(lr), t(momentum), t(1 - dampening), t(weight_decay),
+            bool(first_step), bool(nesterov))
     return True

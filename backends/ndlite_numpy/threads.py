@@ -32,6 +32,9 @@ import numpy as np
 MIN_WORK = 1 << 21
 #: products with a side shorter than this are left to BLAS's own threads
 SKINNY = 64
+#: OpenBLAS threads products from about this many multiply-adds (its GEMM_MULTITHREAD_THRESHOLD
+#: of 4, times 65,536)
+BLAS_THREADED = 1 << 18
 #: at most this many threads: each piece holds the GIL for its dozens of NumPy calls, so beyond
 #: a few threads they queue for it (seed CNN step on a 16-core Xeon, BLAS at 16 threads: 56 ms
 #: with no threads of ours, 40 / 34 / 38 / 51 / 69 ms with 2 / 4 / 8 / 12 / 16:
@@ -119,7 +122,15 @@ def run(part, pieces: list[tuple[int, int]]) -> list:
 
     The first piece runs on the calling thread. A single piece, or every piece while another
     parallel section is in progress (a nested or concurrent call), runs inline with BLAS as it
-    is."""
+    is; except a single piece where our pool has as many threads as BLAS (2 cores), which
+    runs with BLAS held at one thread, lest its worker spin after the piece's products (see
+    matmul)."""
+    if len(pieces) == 1 and 1 < count() == total() and _lock.acquire(blocking=False):
+        try:  # one piece on a pool that owns the cores: BLAS held too, see matmul
+            with blas_held():
+                return [part(*pieces[0])]
+        finally:
+            _lock.release()
     if len(pieces) == 1 or not _lock.acquire(blocking=False):
         return [part(*p) for p in pieces]
     try:
@@ -179,15 +190,21 @@ def matmul(a, b):
     Smaller products, skinny ones (a side under SKINNY: memory-bound, where BLAS's own threads
     share out the memory traffic far better than a Python pool: 2000x2000 @ 2000x4 took 0.13 ms
     on 16 OpenBLAS threads, 0.7-0.9 ms cut into 2-16 pieces here), broadcast stacks and other
-    dtypes are np.matmul's own."""
-    if a.ndim < 2 or b.ndim < 2 or a.size * b.shape[-1] < 2 * MIN_WORK:  # the multiply-adds
-        return np.matmul(a, b)
-    if a.dtype != b.dtype or a.dtype.char not in "fd" or min(a.shape[-2:] + b.shape[-1:]) < SKINNY:
-        return np.matmul(a, b)
-    work, m, n = a.size * b.shape[-1], a.shape[-2], b.shape[-1]
+    dtypes are np.matmul's own. Where our pool has as many threads as BLAS (2 cores), 2-D
+    skinny products are cut along their long side like the others, and the products left
+    whole that OpenBLAS would thread (from BLAS_THREADED multiply-adds) run with BLAS held at
+    one thread: its worker would otherwise spin for ~0.1 s after them, on the core our next
+    parallel section needs (VGG-style step on the 2-core VM: the three products of its last
+    Linear took 4-22 ms a step, the convolutions after them up to twice their time)."""
+    work = a.size * b.shape[-1] if a.ndim >= 2 and b.ndim >= 2 else 0
+    if work < 2 * MIN_WORK or a.dtype != b.dtype or a.dtype.char not in "fd":
+        return _alone(a, b, work)
+    m, n = a.shape[-2], b.shape[-1]
+    skinny = min(a.shape[-2:] + b.shape[-1:]) < SKINNY
     if a.ndim == 2 and b.ndim == 2:
         if count() < total():  # BLAS may use more threads than our pool: all of them
             return np.matmul(a, b)
+        # (skinny ones too: they are cut along their long side, BLAS held at one thread)
         # as many of ours as BLAS's (2 cores): our pieces, BLAS asleep, measured faster
         out = np.empty((m, n), dtype=a.dtype)
         if m >= n:
@@ -195,9 +212,18 @@ def matmul(a, b):
         else:
             run(lambda lo, hi: np.matmul(a, b[:, lo:hi], out=out[:, lo:hi]), plan(n, work))
         return out
-    if a.shape[:-2] == b.shape[:-2]:
+    if a.shape[:-2] == b.shape[:-2] and not skinny:
         out = np.empty(a.shape[:-1] + (n,), dtype=a.dtype)
         run(lambda lo, hi: np.matmul(a[lo:hi], b[lo:hi], out=out[lo:hi]),
             plan(a.shape[0], work))
         return out
+    return _alone(a, b, work)
+
+
+def _alone(a, b, work):
+    """np.matmul(a, b) as one call: BLAS held at one thread where it would thread the product
+    and our pool matches its thread count (see matmul)."""
+    if work >= BLAS_THREADED and 1 < count() == total():
+        with blas_held():
+            return np.matmul(a, b)
     return np.matmul(a, b)

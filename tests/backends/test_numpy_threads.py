@@ -71,6 +71,43 @@ def test_blas_runs_single_threaded_inside_and_is_restored_after():
     assert [c.num_threads for c in controllers] == before
 
 
+def test_single_pieces_and_unsplit_products_hold_blas_where_the_pool_owns_the_cores(
+        monkeypatch):
+    """Where our pool has as many threads as BLAS, a single piece and a product too small to
+    split (but large enough for OpenBLAS to thread) run with BLAS at one thread: its worker
+    would otherwise spin after them. With more BLAS threads than ours, BLAS keeps them."""
+    from threadpoolctl import threadpool_limits
+
+    controllers = threads._controllers()
+    if not controllers:
+        pytest.skip("threadpoolctl finds no BLAS it can control in this NumPy")
+    seen = []
+    calls = []
+
+    def spy(a, b, **kwargs):
+        calls.append([c.num_threads for c in controllers])
+        return np.dot(a, b)
+
+    a = np.ones((64, 64))
+    with threadpool_limits(2, user_api="blas"):
+        with threads.forced(2):
+            threads.run(lambda lo, hi: seen.append([c.num_threads for c in controllers]),
+                        [(0, 1)])
+            monkeypatch.setattr(threads.np, "matmul", spy)
+            out = threads.matmul(a, a)  # 2^18 multiply-adds: OpenBLAS would thread it
+            monkeypatch.undo()
+        assert seen == [[1] * len(controllers)]
+        assert calls == [[1] * len(controllers)]
+        np.testing.assert_array_equal(out, a @ a)
+        assert [c.num_threads for c in controllers] == [2] * len(controllers)
+        monkeypatch.setattr(threads, "total", lambda: 8)  # BLAS may use more than our pool
+        monkeypatch.setattr(threads, "count", lambda: 2)
+        monkeypatch.setattr(threads.np, "matmul", spy)
+        threads.matmul(a, a)
+        monkeypatch.undo()
+        assert calls[-1] == [2] * len(controllers)
+
+
 def test_nested_runs_go_inline():
     def inner(lo, hi):
         return threading.current_thread().name
@@ -86,14 +123,16 @@ def test_nested_runs_go_inline():
 
 @pytest.mark.parametrize("shapes", [((300, 40), (40, 70)),  # rows
                                     ((30, 40), (40, 700)),  # columns
+                                    ((3000, 40), (40, 4)),  # skinny: rows
+                                    ((4, 40), (40, 3000)),  # skinny: columns
                                     ((6, 50, 40), (6, 40, 60)),  # equal batches
                                     ((2, 1, 50, 40), (3, 40, 60))],  # broadcast: NumPy's own
-                         ids=["rows", "columns", "batch", "broadcast"])
+                         ids=["rows", "columns", "skinny-rows", "skinny-columns", "batch",
+                              "broadcast"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("transposed", [False, True], ids=["c-order", "transposed-b"])
 def test_matmul_split_matches_numpy(shapes, dtype, transposed, monkeypatch):
     monkeypatch.setattr(threads, "MIN_WORK", 0)
-    monkeypatch.setattr(threads, "SKINNY", 0)
     rng = np.random.default_rng(0)
     a, b = (rng.standard_normal(s).astype(dtype) for s in shapes)
     if transposed:  # b as the transpose of a C-ordered array, as in x @ W.T
