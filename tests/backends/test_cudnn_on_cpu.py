@@ -60,7 +60,8 @@ NOTES = types.SimpleNamespace(**{n: n for n in (
     "FFT", "WINOGRAD")})
 #: the stand-in's ranked engines: (name, numerical notes, workspace bytes)
 ENGINES = [("tf32", {"TENSOR_CORE"}, 0), ("fft", {"FFT"}, 64),
-           ("nondeterministic", {"NONDETERMINISTIC"}, 0), ("plain", set(), 256)]
+           ("nondeterministic", {"NONDETERMINISTIC"}, 0), ("plain", set(), 256),
+           ("backup", set(), 128)]
 
 
 class FakeTensor:
@@ -330,9 +331,20 @@ def test_each_new_float32_plan_proves_its_first_result_once(fake):
         grad = cupy.keep(np.ones(y.shape, np.float32))
         assert conv.dgrad(grad, weight, x.shape, *geometry) is not None
         assert conv.wgrad(x, grad, weight.shape, *geometry) is None  # refused: ndlite's kernels
-    assert seen == ["fprop", "dgrad", "wgrad"]  # once per plan; a refused key is not retried
+    # once per plan: wgrad's two allowed plans both refused, the key then left alone
+    assert seen == ["fprop", "dgrad", "wgrad", "wgrad"]
     (why,) = conv.declined.values()
-    assert why == "lower precision" and len(conv.plans) == 2
+    assert why == "lower precision; 2 plan(s) tried" and len(conv.plans) == 2
     for dtype in HALF:  # halves are not judged against float32's bound
         _run(conv, cupy, CASES[0], dtype)
-    assert seen == ["fprop", "dgrad", "wgrad"]
+    assert seen == ["fprop", "dgrad", "wgrad", "wgrad"]
+
+
+def test_a_plan_refused_by_the_check_gives_way_to_the_next_allowed_one(fake):
+    conv, frontend, cupy = fake
+    conv.verify = lambda *call: "lower precision" if frontend.ran[-1] == "plain" else ""
+    _run(conv, cupy, CASES[0], np.float32)  # bitwise right results from the plan kept
+    assert frontend.ran == ["plain", "backup"] * 3 and not conv.declined
+    assert all(plan.workspace == 128 for plan in conv.plans.values())
+    _run(conv, cupy, CASES[0], np.float32)
+    assert frontend.ran[6:] == ["backup"] * 3 and cupy.workspaces[-3:] == [128] * 3
