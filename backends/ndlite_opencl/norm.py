@@ -70,7 +70,7 @@ def _planes(b, kernel, planes: int, s: int, args: tuple) -> None:
 
 def _kernel(b, name: str, dtype, group: int = 1):
     defines = (("IDX", "int"), ("LAYOUT_LEN", 5), ("T", actype(dtype)), *slot("P", dtype),
-               ("WG", group))
+               ("WG", group), ("GROUP_SUM", 1))  # common.cl's group_sum
     return b.kernels.get("norm.cl", name, defines)
 
 

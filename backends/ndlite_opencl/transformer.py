@@ -51,7 +51,7 @@ def _group(b, length: int) -> int:
 
 def _kernel(b, name: str, dtype, group: int = 1):
     defines = (("IDX", "int"), ("LAYOUT_LEN", 4), ("T", actype(dtype)), *slot("P", dtype),
-               ("WG", group))
+               ("WG", group), ("GROUP_SUM", 1))  # common.cl's group_sum
     return b.kernels.get("transformer.cl", name, defines)
 
 

@@ -71,3 +71,23 @@ inline ushort __attribute__((overloadable)) f16_round(const double x)
     return f16_round(f);
 }
 #endif
+
+#ifdef GROUP_SUM
+// The sum of one value per work-item of a work-group of WG (a power of two), as a fixed tree
+// in local memory (`scratch`, WG values of the arithmetic type T): the same order, so the same
+// bits, every run. For the kernels that define GROUP_SUM (norm.cl, transformer.cl).
+inline T group_sum(T v, __local T* scratch)
+{
+    const int t = get_local_id(0);
+    scratch[t] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int w = WG / 2; w > 0; w >>= 1) {
+        if (t < w)
+            scratch[t] = scratch[t] + scratch[t + w];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    const T total = scratch[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return total;
+}
+#endif

@@ -24,21 +24,6 @@
 // statistics and partial sums are T, float32 for halves, as PyTorch keeps them).
 // Layout: N, C, S, per, K.
 
-inline T bn_group_sum(T v, __local T* scratch)
-{
-    const int t = get_local_id(0);
-    scratch[t] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int w = WG / 2; w > 0; w >>= 1) {
-        if (t < w)
-            scratch[t] = scratch[t] + scratch[t + w];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    const T total = scratch[0];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    return total;
-}
-
 // `body` for each value of channel c an item reads, from element `first` = n * S + s in steps
 // of WG up to `end`, its offset `at` = (n * C + c) * S + s
 #define BN_WALK(first, end, c, body)                                                         \
@@ -68,10 +53,10 @@ void bn_chunk_stats(__global T* chunk_mean, __global T* chunk_m2, __global const
     const IDX start = k * per, end = start + per < M ? start + per : M;
     T s = 0;
     BN_WALK(start + t, end, c, s += LD_P(x, at));
-    const T mu = bn_group_sum(s, scratch) / (T)(end - start);
+    const T mu = group_sum(s, scratch) / (T)(end - start);
     T m2 = 0;
     BN_WALK(start + t, end, c, const T d = LD_P(x, at) - mu; m2 += d * d);
-    m2 = bn_group_sum(m2, scratch);
+    m2 = group_sum(m2, scratch);
     if (t == 0) {
         chunk_mean[q] = mu;
         chunk_m2[q] = m2;
@@ -133,8 +118,8 @@ void bn_chunk_grad(__global T* chunk_dy, __global T* chunk_dy_xhat, __global con
     T s1 = 0, s2 = 0;
     BN_WALK(start + t, end, c, const T g = LD_P(grad, at); s1 += g;
             s2 += g * ((LD_P(x, at) - mu) * rs));
-    s1 = bn_group_sum(s1, scratch);
-    s2 = bn_group_sum(s2, scratch);
+    s1 = group_sum(s1, scratch);
+    s2 = group_sum(s2, scratch);
     if (t == 0) {
         chunk_dy[q] = s1;
         chunk_dy_xhat[q] = s2;

@@ -12,21 +12,6 @@
 // and layer norm's mean and rstd are T, float32 for halves, as PyTorch keeps them).
 // Layouts: see each kernel.
 
-inline T group_sum(T v, __local T* scratch)
-{
-    const int t = get_local_id(0);
-    scratch[t] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int w = WG / 2; w > 0; w >>= 1) {
-        if (t < w)
-            scratch[t] = scratch[t] + scratch[t + w];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    const T total = scratch[0];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    return total;
-}
-
 inline T max_(const T a, const T b) { return (b > a || b != b) ? b : a; }  // NaN wins
 
 inline T group_max(T v, __local T* scratch)
