@@ -6,6 +6,7 @@ backward in Tensor ops, and the spec that tests it (read it like a table of deri
 
 from __future__ import annotations
 
+from ..graph import mode
 from ..tensor import Tensor
 from .dispatch import unary
 from .elementwise import where
@@ -29,7 +30,12 @@ def _function(op, doc: str):
 
 def _relu_grad(node, grad):
     # relu'(0) = 0: the gradient passes only where the output is positive
-    return where(node.output() > 0, grad, 0.0)
+    out = node.output()
+    if not mode.enabled and out._backend is grad._backend:
+        # first order: the same two backend calls on the buffers, without two tensor ops
+        b = grad._backend
+        return Tensor._make(b.where(b.gt(out._data, 0), grad._data, 0.0), b)
+    return where(out > 0, grad, 0.0)
 
 
 def _sigmoid_grad(node, grad):

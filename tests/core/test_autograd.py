@@ -312,3 +312,34 @@ def test_fresh_leaf_gradients_are_kept_not_copied(monkeypatch):
         model.zero_grad()
         model(ndlite.randn(4, 8)).sum().backward()
     assert len(seen) == 3 * 12 and all(seen)
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (2, 4, 3), (1, 3), (0, 3)], ids=str)
+@pytest.mark.parametrize("bias", [True, False])
+def test_linear_first_order_backward_is_the_composed_one_bit_for_bit(shape, bias):
+    """Linear's first-order backward runs on the buffers (no tensor per step); under
+    create_graph it is composed of differentiable ops. Both make the same backend calls, so
+    the same bits, and the same gradients as float64 math."""
+    import numpy as np
+
+    r = np.random.default_rng(5)
+    arrays = [r.standard_normal(shape).astype(np.float32),
+              r.standard_normal((4, 3)).astype(np.float32),
+              r.standard_normal(4).astype(np.float32)]
+    grad = r.standard_normal(shape[:-1] + (4,)).astype(np.float32)
+    results = []
+    for create_graph in (False, True):
+        x, w, b = (ndlite.tensor(a, requires_grad=True) for a in arrays)
+        out = ndlite.nn.functional.linear(x, w, b if bias else None)
+        out.backward(ndlite.tensor(grad), create_graph=create_graph)
+        results.append([t.grad.detach().numpy() for t in ((x, w, b) if bias else (x, w))])
+    for fast, composed in zip(*results):
+        assert fast.dtype == composed.dtype and fast.shape == composed.shape
+        assert np.array_equal(fast.view(np.uint32), composed.view(np.uint32))
+    x, w = (a.astype(np.float64) for a in arrays[:2])
+    g = grad.astype(np.float64)
+    np.testing.assert_allclose(results[0][0], g @ w, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(results[0][1], g.reshape(-1, 4).T @ x.reshape(-1, 3), rtol=1e-5,
+                               atol=1e-5)
+    if bias:
+        np.testing.assert_allclose(results[0][2], g.reshape(-1, 4).sum(0), rtol=1e-5, atol=1e-5)
