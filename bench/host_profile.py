@@ -1,9 +1,11 @@
-"""Where the host time of a launch-bound training step goes: the seed CNN (batch 128, RMSprop)
-on a backend, timed on the wall with and without the GPU's work (a step that waits for nothing
-shows the host's pace), then profiled with cProfile over --steps steps: the functions with the
-most time of their own, and how many backend primitives one step calls (issue 15, item 3).
+"""Where a training step's time goes, per backend call: the seed CNN (batch 128, RMSprop) or
+the VGG-style net of bench/cpu_models.py (batch 32, SGD momentum) on a backend. It prints the
+step's wall time with `loss.item()` and the host's pace without it (on a GPU backend a step
+that waits for nothing shows the host's pace), then the time and count of each backend
+primitive or fast path per step (the outermost call only, its wall time: on a GPU backend,
+host time for calls that queue work), then a cProfile table (issue 15 item 3, issue 20).
 
-    python bench/host_profile.py [--backend cupy] [--steps 200] [--top 30]
+    python bench/host_profile.py [--backend cupy] [--model seed_cnn|vgg] [--steps 200]
 """
 
 from __future__ import annotations
@@ -25,46 +27,58 @@ import ndlite  # noqa: E402
 from ndlite.device.protocol import DERIVED, FAST_PATHS, REQUIRED  # noqa: E402
 
 
-def count_calls(backend, step, batch) -> collections.Counter:
-    """How many times one step calls each of the backend's primitives and fast paths."""
-    counts = collections.Counter()
+def per_call(backend, step, steps: int) -> tuple[collections.Counter, collections.Counter]:
+    """(seconds, calls) per primitive over `steps` steps, outermost calls only."""
+    spent, counts, depth = collections.Counter(), collections.Counter(), [0]
     names = [n for n in REQUIRED + DERIVED + FAST_PATHS if callable(getattr(backend, n, None))]
     saved = {n: backend.__dict__.get(n) for n in names}
 
-    def counting(name, fn):
+    def timed(name, fn):
         def call(*args, **kwargs):
-            counts[name] += 1
-            return fn(*args, **kwargs)
+            if depth[0]:
+                return fn(*args, **kwargs)
+            depth[0] += 1
+            start = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spent[name] += time.perf_counter() - start
+                counts[name] += 1
+                depth[0] -= 1
         return call
 
     for n in names:
-        setattr(backend, n, counting(n, getattr(backend, n)))
+        setattr(backend, n, timed(n, getattr(backend, n)))
     try:
-        step(*batch)
+        for _ in range(steps):
+            step()
     finally:
         for n, fn in saved.items():
             if fn is None:
                 del backend.__dict__[n]
             else:
                 setattr(backend, n, fn)
-    return counts
+    return spent, counts
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--backend", default="cupy")
-    parser.add_argument("--steps", type=int, default=200)
-    parser.add_argument("--top", type=int, default=30)
-    args = parser.parse_args()
-    b = ndlite.get_backend(args.backend)
-    ndlite.manual_seed(0)
-    model = ndlite.nn.models.mnist_cnn().to(b)
-    opt = ndlite.optim.RMSprop(model.parameters(), lr=1e-3)
+def model_step(b, name: str):
+    """The step of `name` on backend b, its data fixed (random, seeded)."""
     rng = np.random.default_rng(0)
-    x = rng.standard_normal((128, 1, 28, 28), dtype=np.float32)
-    y = rng.integers(0, 10, 128)
+    ndlite.manual_seed(0)
+    if name == "vgg":
+        from cpu_models import layers
 
-    def step(x, y):
+        model = ndlite.nn.Sequential(*layers(ndlite.nn, "vgg")).to(b)
+        opt = ndlite.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+        shape = (32, 3, 32, 32)
+    else:
+        model = ndlite.nn.models.mnist_cnn().to(b)
+        opt = ndlite.optim.RMSprop(model.parameters(), lr=1e-3)
+        shape = (128, 1, 28, 28)
+    x = rng.standard_normal(shape, dtype=np.float32)
+    y = rng.integers(0, 10, shape[0])
+
+    def step():
         opt.zero_grad()
         loss = ndlite.nn.functional.nll_loss(model(ndlite.tensor(x, backend=b)),
                                              ndlite.tensor(y, backend=b))
@@ -72,26 +86,41 @@ def main() -> None:
         opt.step()
         return loss
 
-    for _ in range(20):
-        step(x, y).item()
+    return step
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backend", default="cupy")
+    parser.add_argument("--model", choices=["seed_cnn", "vgg"], default="seed_cnn")
+    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--top", type=int, default=30)
+    args = parser.parse_args()
+    b = ndlite.get_backend(args.backend)
+    step = model_step(b, args.model)
+    for _ in range(max(3, args.steps // 10)):
+        step().item()
     b.synchronize()
     t0 = time.perf_counter()
     for _ in range(args.steps):
-        step(x, y).item()
+        step().item()
     synced = (time.perf_counter() - t0) / args.steps * 1e3
     t0 = time.perf_counter()
     for _ in range(args.steps):
-        step(x, y)
+        step()
     host = (time.perf_counter() - t0) / args.steps * 1e3
     b.synchronize()
-    counts = count_calls(b, step, (x, y))
-    print(f"{b.name} ({b.device_name()}): step {synced:.3f} ms with loss.item(), "
-          f"{host:.3f} ms host pace without; {sum(counts.values())} backend calls per step")
-    print("calls per step:", dict(counts.most_common()))
+    spent, counts = per_call(b, lambda: step().item(), args.steps)
+    n = args.steps
+    print(f"{args.model} on {b.name} ({b.device_name()}): step {synced:.3f} ms with "
+          f"loss.item(), {host:.3f} ms host pace without; {sum(counts.values()) / n:.0f} backend "
+          f"calls per step taking {sum(spent.values()) / n * 1e3:.2f} ms")
+    for name, seconds in spent.most_common(20):
+        print(f"  {name:24s} {seconds / n * 1e3:8.3f} ms  {counts[name] // n:4d} calls")
     prof = cProfile.Profile()
     prof.enable()
     for _ in range(args.steps):
-        step(x, y).item()
+        step().item()
     prof.disable()
     pstats.Stats(prof).sort_stats("tottime").print_stats(args.top)
 
