@@ -175,6 +175,22 @@ def _padding_widths(padding, stride, dilation, kernel, op: str) -> list:
     return [(ph, ph), (pw, pw)]
 
 
+#: the dims of an unbatched and a batched input, per number of spatial dims
+_INPUT_DIMS = {1: ("C, L", "N, C, L"), 2: ("C, H, W", "N, C, H, W")}
+
+
+def check_ranks(op: str, input: Tensor, weight: Tensor, spatial: int, weight_dims: str) -> None:
+    """A batched input and a weight of `spatial` + 2 dims, or the ShapeError of convolution
+    `op` (its callers handle an unbatched input first); `weight_dims` names the weight's."""
+    unbatched, batched = _INPUT_DIMS[spatial]
+    if input.ndim != spatial + 2:
+        raise ShapeError(f"{op}: expected a {spatial + 1}-D ({unbatched}) or {spatial + 2}-D "
+                         f"({batched}) input, got shape {input.shape}")
+    if weight.ndim != spatial + 2:
+        raise ShapeError(f"{op}: weight must be {spatial + 2}-D ({weight_dims}), got shape "
+                         f"{weight.shape}")
+
+
 @implements(Conv2d)
 def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
            dilation=1, groups: int = 1) -> Tensor:
@@ -192,12 +208,7 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     if input.ndim == 3:
         return conv2d(input.unsqueeze(0), weight, bias, stride, padding, dilation,
                       groups).squeeze(0)
-    if input.ndim != 4:
-        raise ShapeError(f"{op}: expected a 3-D (C, H, W) or 4-D (N, C, H, W) input, got shape "
-                         f"{input.shape}")
-    if weight.ndim != 4:
-        raise ShapeError(f"{op}: weight must be 4-D (out_channels, in_channels / groups, kh, "
-                         f"kw), got shape {weight.shape}")
+    check_ranks(op, input, weight, 2, "out_channels, in_channels / groups, kh, kw")
     tensors = [input, weight] + ([bias] if bias is not None else [])
     for t in tensors:
         if not is_floating(t.dtype) or t.dtype != input.dtype:

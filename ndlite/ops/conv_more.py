@@ -19,7 +19,7 @@ from ..dtypes import is_floating
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 from .autocast import autocast_op
-from .conv import conv2d, conv2d_grad_input, pair, positive
+from .conv import check_ranks, conv2d, conv2d_grad_input, pair, positive
 from .join import pad
 from .registry import Spec, declare
 from .samples import Sampler
@@ -69,12 +69,7 @@ def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     if input.ndim == 2:
         return conv1d(input.unsqueeze(0), weight, bias, stride, padding, dilation,
                       groups).squeeze(0)
-    if input.ndim != 3:
-        raise ShapeError(f"{op}: expected a 2-D (C, L) or 3-D (N, C, L) input, got shape "
-                         f"{input.shape}")
-    if weight.ndim != 3:
-        raise ShapeError(f"{op}: weight must be 3-D (out_channels, in_channels / groups, "
-                         f"kernel), got shape {weight.shape}")
+    check_ranks(op, input, weight, 1, "out_channels, in_channels / groups, kernel")
     _check_dtypes(op, [input, weight] + ([bias] if bias is not None else []))
     groups = _check_groups(op, groups)
     stride = positive((single(stride, "stride", op),), "stride", op)[0]
@@ -129,12 +124,7 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
     if input.ndim == 3:
         return conv_transpose2d(input.unsqueeze(0), weight, bias, stride, padding,
                                 output_padding, groups, dilation).squeeze(0)
-    if input.ndim != 4:
-        raise ShapeError(f"{op}: expected a 3-D (C, H, W) or 4-D (N, C, H, W) input, got shape "
-                         f"{input.shape}")
-    if weight.ndim != 4:
-        raise ShapeError(f"{op}: weight must be 4-D (in_channels, out_channels / groups, kh, "
-                         f"kw), got shape {weight.shape}")
+    check_ranks(op, input, weight, 2, "in_channels, out_channels / groups, kh, kw")
     return _conv_transpose(op, input, weight, bias, stride, padding, output_padding, groups,
                            dilation)
 
@@ -215,12 +205,7 @@ def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
     if input.ndim == 2:
         return conv_transpose1d(input.unsqueeze(0), weight, bias, stride, padding,
                                 output_padding, groups, dilation).squeeze(0)
-    if input.ndim != 3:
-        raise ShapeError(f"{op}: expected a 2-D (C, L) or 3-D (N, C, L) input, got shape "
-                         f"{input.shape}")
-    if weight.ndim != 3:
-        raise ShapeError(f"{op}: weight must be 3-D (in_channels, out_channels / groups, "
-                         f"kernel), got shape {weight.shape}")
+    check_ranks(op, input, weight, 1, "in_channels, out_channels / groups, kernel")
     geometry = [(1, single(v, name, op)) for v, name in (
         (stride, "stride"), (padding, "padding"), (output_padding, "output_padding"),
         (dilation, "dilation"))]
