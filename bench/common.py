@@ -14,6 +14,7 @@ import os
 import statistics
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -42,6 +43,43 @@ def timed_steps(batches, model, opt, nll_loss, to_device) -> float:
         opt.step()
         loss.item()
     return time.perf_counter() - start
+
+
+@contextmanager
+def timing_calls(backend, start, stop, record):
+    """Inside the block, each outermost call of the backend's contract (its primitives and
+    fast paths: a call made inside another is counted there) runs between `start()` and
+    `stop()`, and `record(name, begun, ended)` gets the two readings; the backend's methods
+    are as they were afterwards (bench/gpt_profile.py, bench/host_profile.py)."""
+    from ndlite.device.protocol import DERIVED, FAST_PATHS, REQUIRED
+
+    names = [n for n in REQUIRED + DERIVED + FAST_PATHS if callable(getattr(backend, n, None))]
+    saved = {n: backend.__dict__.get(n) for n in names}
+    depth = [0]
+
+    def timed(name, fn):
+        def call(*args, **kwargs):
+            if depth[0]:
+                return fn(*args, **kwargs)
+            depth[0] += 1
+            begun = start()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                record(name, begun, stop())
+                depth[0] -= 1
+        return call
+
+    for n in names:
+        setattr(backend, n, timed(n, getattr(backend, n)))
+    try:
+        yield
+    finally:
+        for n, fn in saved.items():
+            if fn is None:
+                del backend.__dict__[n]
+            else:
+                setattr(backend, n, fn)
 
 
 def median_time(fn, number: int, repeat: int = 15, warmup: int = 1) -> float:

@@ -24,10 +24,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common  # noqa: E402,F401  (puts ndlite on sys.path)
+import common  # noqa: E402  (puts ndlite on sys.path)
 
 import ndlite  # noqa: E402
-from ndlite.device.protocol import DERIVED, FAST_PATHS, REQUIRED  # noqa: E402
 
 
 def main() -> None:
@@ -52,28 +51,12 @@ def main() -> None:
     print(f"{b.name}: {1000 * (time.perf_counter() - start) / 20:.1f} ms/step (wall), host "
           f"pace {1000 * host / 20:.1f} ms/step")
 
-    records, depth = [], [0]
+    records = []
     clock = Events() if b.kind == "cupy" else Synchronized(b)
-
-    def timed(name, fn):
-        def call(*a, **k):
-            if depth[0]:  # inside another timed call: counted there
-                return fn(*a, **k)
-            depth[0] += 1
-            begin = clock.start()
-            try:
-                return fn(*a, **k)
-            finally:
-                records.append((name, begin, clock.stop()))
-                depth[0] -= 1
-        return call
-
-    for name in REQUIRED + DERIVED + FAST_PATHS:  # the contract's calls, nothing else
-        fn = getattr(b, name, None)
-        if callable(fn):
-            setattr(b, name, timed(name, fn))
-    for _ in range(3):
-        step()
+    with common.timing_calls(b, clock.start, clock.stop,
+                             lambda *reading: records.append(reading)):
+        for _ in range(3):
+            step()
     b.synchronize()
     total, calls = collections.defaultdict(float), collections.Counter()
     for name, begin, end in records:

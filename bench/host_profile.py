@@ -21,43 +21,22 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common  # noqa: E402,F401  (puts ndlite on sys.path)
+import common  # noqa: E402  (puts ndlite on sys.path)
 
 import ndlite  # noqa: E402
-from ndlite.device.protocol import DERIVED, FAST_PATHS, REQUIRED  # noqa: E402
 
 
 def per_call(backend, step, steps: int) -> tuple[collections.Counter, collections.Counter]:
     """(seconds, calls) per primitive over `steps` steps, outermost calls only."""
-    spent, counts, depth = collections.Counter(), collections.Counter(), [0]
-    names = [n for n in REQUIRED + DERIVED + FAST_PATHS if callable(getattr(backend, n, None))]
-    saved = {n: backend.__dict__.get(n) for n in names}
+    spent, counts = collections.Counter(), collections.Counter()
 
-    def timed(name, fn):
-        def call(*args, **kwargs):
-            if depth[0]:
-                return fn(*args, **kwargs)
-            depth[0] += 1
-            start = time.perf_counter()
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                spent[name] += time.perf_counter() - start
-                counts[name] += 1
-                depth[0] -= 1
-        return call
+    def record(name, begun, ended):
+        spent[name] += ended - begun
+        counts[name] += 1
 
-    for n in names:
-        setattr(backend, n, timed(n, getattr(backend, n)))
-    try:
+    with common.timing_calls(backend, time.perf_counter, time.perf_counter, record):
         for _ in range(steps):
             step()
-    finally:
-        for n, fn in saved.items():
-            if fn is None:
-                del backend.__dict__[n]
-            else:
-                setattr(backend, n, fn)
     return spent, counts
 
 
