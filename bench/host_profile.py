@@ -1,11 +1,12 @@
-"""Where a training step's time goes, per backend call: the seed CNN (batch 128, RMSprop) or
-the VGG-style net of bench/cpu_models.py (batch 32, SGD momentum) on a backend. It prints the
+"""Where a training step's time goes, per backend call: the seed CNN (batch 128, RMSprop), the
+VGG-style net of bench/cpu_models.py (batch 32, SGD momentum) or ResNet-18-CIFAR (batch 128, SGD
+momentum) on a backend. It prints the
 step's wall time with `loss.item()` and the host's pace without it (on a GPU backend a step
 that waits for nothing shows the host's pace), then the time and count of each backend
 primitive or fast path per step (the outermost call only, its wall time: on a GPU backend,
 host time for calls that queue work), then a cProfile table (issue 15 item 3, issue 20).
 
-    python bench/host_profile.py [--backend cupy] [--model seed_cnn|vgg] [--steps 200]
+    python bench/host_profile.py [--backend cupy] [--model seed_cnn|vgg|resnet18] [--steps 200]
 """
 
 from __future__ import annotations
@@ -50,6 +51,12 @@ def model_step(b, name: str):
         model = ndlite.nn.Sequential(*layers(ndlite.nn, "vgg")).to(b)
         opt = ndlite.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
         shape = (32, 3, 32, 32)
+    elif name == "resnet18":
+        from models_torch import resnet18_cifar
+
+        model = resnet18_cifar(ndlite.nn).to(b)
+        opt = ndlite.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+        shape = (128, 3, 32, 32)
     else:
         model = ndlite.nn.models.mnist_cnn().to(b)
         opt = ndlite.optim.RMSprop(model.parameters(), lr=1e-3)
@@ -71,7 +78,7 @@ def model_step(b, name: str):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backend", default="cupy")
-    parser.add_argument("--model", choices=["seed_cnn", "vgg"], default="seed_cnn")
+    parser.add_argument("--model", choices=["seed_cnn", "vgg", "resnet18"], default="seed_cnn")
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--top", type=int, default=30)
     args = parser.parse_args()

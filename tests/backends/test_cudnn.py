@@ -245,6 +245,24 @@ def test_bitwise_equal_run_to_run(case, dtype):
 
 
 @gpu
+@pytest.mark.parametrize("case", LARGE, ids=str)
+def test_the_cpp_execute_is_used_and_equals_the_public_one_bitwise(case, monkeypatch):
+    """The frontend's C++ execute that cudnn.native_execute binds (its private names) runs
+    every plan here, and gives the bits of the frontend's public execute."""
+    geometry = case[2:]
+    x, weight, grad = _draw(case, np.float32, seed=4)
+    fast = _run(x, weight, grad, geometry, np.float32)
+    planned = [plan for plan in CONV.plans.values() if plan.native is not None]
+    assert planned and all(plan.native for plan in planned), "the C++ execute was not found"
+    monkeypatch.setattr(_cudnn, "native_execute", lambda *args: False)
+    for plan in CONV.plans.values():
+        monkeypatch.setattr(plan, "native", None)
+    public = _run(x, weight, grad, geometry, np.float32)
+    for kind, a, b in zip(KINDS, fast, public):
+        assert np.array_equal(_bits(a), _bits(b)), f"{kind} {case}: the two executes differ"
+
+
+@gpu
 def test_NDLITE_CUDNN_0_takes_ndlite_s_kernels(monkeypatch):
     from ndlite_cupy import CupyBackend, nn
 

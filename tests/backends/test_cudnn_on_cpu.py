@@ -126,7 +126,10 @@ class FakeGraph:
         pass
 
     def create_execution_plans(self, modes):
-        assert modes == ["A", "FALLBACK"]
+        if modes[0] in self.frontend.refused_modes:
+            raise RuntimeError(f"heuristics mode {modes[0]} cannot rank this graph")
+        assert modes[1:] == ["FALLBACK"] and modes[0] in ("A", "B")
+        self.frontend.modes.append(modes[0])
 
     def deselect_numeric_notes(self, notes):
         self.barred |= {i for i, (_, have, _) in enumerate(ENGINES) if have & set(notes)}
@@ -185,11 +188,12 @@ class FakeFrontend:
         pass
 
     numerical_note = NOTES
-    heur_mode = types.SimpleNamespace(A="A", FALLBACK="FALLBACK")
+    heur_mode = types.SimpleNamespace(A="A", B="B", FALLBACK="FALLBACK")
     data_type = types.SimpleNamespace(FLOAT="FLOAT", HALF="HALF", BFLOAT16="BFLOAT16")
 
     def __init__(self, cupy):
         self.cupy, self.ran, self.builds, self.handles, self.refuse_ordered = cupy, [], 0, 0, False
+        self.modes, self.refused_modes = [], set()
 
     def pygraph(self, **kwargs):
         return FakeGraph(self, **kwargs)
@@ -258,6 +262,14 @@ def test_allow_tf32_lets_float32_use_tensor_cores_as_another_graph(fake, monkeyp
     monkeypatch.setitem(flags.TF32, "conv", True)
     _run(conv, cupy, CASES[0], np.float32)
     assert frontend.ran == ["plain"] * 3 + ["tf32"] * 3 and len(conv.plans) == 6
+
+
+def test_engines_are_ranked_by_heuristics_mode_b_else_mode_a(fake):
+    conv, frontend, cupy = fake
+    _run(conv, cupy, CASES[0], np.float32)
+    frontend.refused_modes.add("B")
+    _run(conv, cupy, CASES[1], np.float32)
+    assert frontend.modes == ["B"] * 3 + ["A"] * 3 and frontend.ran == ["plain"] * 6
 
 
 def test_graphs_are_planned_once_per_key_and_follow_the_current_stream(fake):
@@ -348,3 +360,39 @@ def test_a_plan_refused_by_the_check_gives_way_to_the_next_allowed_one(fake):
     assert all(plan.workspace == 128 for plan in conv.plans.values())
     _run(conv, cupy, CASES[0], np.float32)
     assert frontend.ran[6:] == ["backup"] * 3 and cupy.workspaces[-3:] == [128] * 3
+
+
+class NativeGraph(FakeGraph):
+    """A FakeGraph that also exposes the frontend's private C++ execute (1.32's names), which
+    cudnn.native_execute binds: each ranked plan has its own C++ index (10 + its rank)."""
+
+    def __init__(self, frontend, handle, **kwargs):
+        super().__init__(frontend, handle=handle, **kwargs)
+        self.handle = handle
+        self._plans = [types.SimpleNamespace(cpp=10 + i) for i in range(len(ENGINES))]
+        self._lowered_graph = types.SimpleNamespace(_execute_plan_at_index=self._native)
+
+    def _engine_for(self, config):
+        return None  # no python engine: every plan is the backend's
+
+    def _materialize_backend_plan(self, index):
+        return types.SimpleNamespace(cpp_index=self._plans[index].cpp)
+
+    def _native(self, pack, workspace, cpp_index, backend_handle, *overrides):
+        assert cpp_index == 10 + self.built and backend_handle == 77
+        assert overrides == (None, None, None) and isinstance(pack, dict)
+        self.frontend.native += 1
+        self.execute(pack, workspace, handle=self.handle)
+
+
+def test_the_frontend_s_cpp_execute_is_called_directly_where_it_is_exposed(fake, monkeypatch):
+    conv, frontend, cupy = fake
+    frontend.native = 0
+    monkeypatch.setattr(frontend, "pygraph", lambda **kwargs: NativeGraph(frontend, **kwargs))
+    monkeypatch.setattr(frontend, "create_handle",
+                        lambda: types.SimpleNamespace(stream=0, backend_handle=77))
+    conv.verify = lambda *call: "lower precision" if frontend.ran[-1] == "plain" else ""
+    _run(conv, cupy, CASES[0], np.float32)  # each key walks to its second plan: its own index
+    _run(conv, cupy, CASES[0], np.float32)
+    assert frontend.ran == ["plain", "backup"] * 3 + ["backup"] * 3 and frontend.native == 9
+    assert all(plan.native and plan.native[1] == 14 for plan in conv.plans.values())
