@@ -279,9 +279,7 @@ class CupyBackend(XpBackend):
         if a.ndim > 2 and b.ndim == 2 and a.size and a.flags.c_contiguous:  # one GEMM,
             out = self.matmul(a.reshape(-1, a.shape[-1]), b)  # not a batch of small ones
             return out.reshape(a.shape[:-1] + (b.shape[1],))
-        if self._recording is not None or a.dtype in HALF:  # CuPy refuses cuBLAS calls in a
-            return self._blas.capturable_matmul(a, b)  # capture and has no bfloat16 product
-        return self.xp.matmul(a, b)
+        return self._blas.product(a, b, self._recording is not None)
 
     # ---- reductions ------------------------------------------------------------------------
 

@@ -56,6 +56,9 @@ def _cublas():
     lib.cublasGemmStridedBatchedEx.argtypes = [p, i, i, i, i, i, p, p, i, i, ll, p, i, i, ll, p,
                                                p, i, i, ll, i, i, i]
     lib.cublasGemmStridedBatchedEx.restype = ctypes.c_int
+    lib.cublasGemmBatchedEx.argtypes = [p, i, i, i, i, i, p, p, i, i, p, i, i, p, p, i, i, i, i,
+                                        i]
+    lib.cublasGemmBatchedEx.restype = ctypes.c_int
     return lib
 
 
@@ -141,4 +144,114 @@ def capturable_matmul(a, b):
         return matmul(a, b)
     if a.dtype == b.dtype and a.dtype in TYPES and a.ndim >= 2 and b.ndim >= 2:
         return batched_matmul(a, b)
+    return cupy.matmul(a, b)
+
+
+#: the batch dims a strided product takes (more are merged where they can be, else refused)
+BATCH_DIMS = 4
+
+_POINTERS = r"""
+extern "C" __global__ void ndl_batch_pointers(
+    unsigned long long* out, long long count, unsigned long long a, unsigned long long b,
+    unsigned long long c, long long c_step, long long n1, long long n2, long long n3,
+    long long a0, long long a1, long long a2, long long a3,
+    long long b0, long long b1, long long b2, long long b3) {
+  long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= count) return;
+  long long r = i;
+  const long long i3 = r % n3; r /= n3;
+  const long long i2 = r % n2; r /= n2;
+  const long long i1 = r % n1;
+  const long long i0 = r / n1;
+  out[i] = a + i0 * a0 + i1 * a1 + i2 * a2 + i3 * a3;
+  out[count + i] = b + i0 * b0 + i1 * b1 + i2 * b2 + i3 * b3;
+  out[2 * count + i] = c + i * c_step;
+}
+"""
+
+
+@cache
+def _pointer_kernel():
+    return cupy.RawKernel(_POINTERS, "ndl_batch_pointers")
+
+
+def matrix_layout(x):
+    """(cuBLAS transpose flag, leading dimension) that reads the last two axes of x in place
+    as matrices for `strided_matmul` (the flag as `_operand` gives it: 0 for rows of unit
+    stride, 1 for columns of unit stride), or None when neither axis has unit stride."""
+    (r, c), (sr, sc), size = x.shape[-2:], x.strides[-2:], x.itemsize
+    if sc == size and sr % size == 0 and sr // size >= max(c, 1):
+        return 0, sr // size
+    if sr == size and sc % size == 0 and sc // size >= max(r, 1):
+        return 1, sc // size
+    return None
+
+
+def _batch_strides(x, batch: tuple) -> list | None:
+    """x's byte strides over the broadcast `batch` dims (0 where x is broadcast)."""
+    lead = len(batch) - (x.ndim - 2)
+    strides = [0] * lead + [s if n > 1 else 0 for n, s in zip(x.shape[:-2], x.strides[:-2])]
+    return strides if all(s >= 0 for s in strides) else None
+
+
+def strided_matmul(a, b):
+    """a (..., N, K) @ b (..., K, M) of one dtype of TYPES read where they lie, or None when
+    they cannot be: cuBLAS's pointer-array batched GEMM, the pointers written on the device
+    by one small kernel (nothing crosses from the host: the call stays asynchronous and can
+    be recorded in a CUDA graph). CuPy's matmul copies each operand that is not contiguous:
+    the heads of an attention layer, views of one (B, T, 3, H, hs) buffer, took 12 copies a
+    layer in a GPT step, 4 ms of its GPU time on an H100. Each product is the one `matmul`
+    computes for that pair of matrices (same cuBLAS call, flags and compute type)."""
+    if a.dtype != b.dtype or a.dtype not in TYPES or min(a.ndim, b.ndim) < 2:
+        return None
+    batch = tuple(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]))
+    layout_a, layout_b = matrix_layout(a), matrix_layout(b)
+    strides_a, strides_b = _batch_strides(a, batch), _batch_strides(b, batch)
+    if (not 1 <= len(batch) <= BATCH_DIMS or layout_a is None or layout_b is None
+            or strides_a is None or strides_b is None):
+        return None
+    (n, k), m = a.shape[-2:], b.shape[-1]
+    out = cupy.empty(batch + (n, m), dtype=a.dtype)
+    count = out.size // max(n * m, 1)
+    if out.size == 0 or k == 0:
+        out.fill(0)
+        return out
+    (trans_a, ld_a), (trans_b, ld_b) = layout_a, layout_b  # a read as (K, N), as in `matmul`
+    pad = [1] * (BATCH_DIMS - len(batch))
+    sizes = pad + list(batch)
+    strides_a, strides_b = [0] * len(pad) + strides_a, [0] * len(pad) + strides_b
+    pointers = cupy.empty((3 * count,), dtype=np.uint64)
+    _pointer_kernel()(((count + 255) // 256,), (256,), (
+        pointers, np.int64(count), np.uint64(a.data.ptr), np.uint64(b.data.ptr),
+        np.uint64(out.data.ptr), np.int64(n * m * out.itemsize),
+        *(np.int64(v) for v in sizes[1:]), *(np.int64(v) for v in strides_a),
+        *(np.int64(v) for v in strides_b)))
+    data_type, compute, scalar = TYPES[a.dtype]
+    lib = _cublas()
+    handle = cupy.cuda.device.get_cublas_handle()
+    status = lib.cublasSetStream_v2(handle, cupy.cuda.get_current_stream().ptr)
+    if status == 0:
+        one, zero, step = scalar(1), scalar(0), count * 8
+        status = lib.cublasGemmBatchedEx(
+            handle, trans_b, trans_a, m, n, k, ctypes.byref(one), pointers.data.ptr + step,
+            data_type, ld_b, pointers.data.ptr, data_type, ld_a, ctypes.byref(zero),
+            pointers.data.ptr + 2 * step, data_type, m, count, compute,
+            _algorithm(cupy.cuda.runtime.getDevice()))
+    if status != 0:
+        raise RuntimeError(f"cupy: cublasGemmBatchedEx of shapes {a.shape} and {b.shape} "
+                           f"failed with cuBLAS status {status}")
+    return out
+
+
+def product(a, b, recording: bool):
+    """The backend's matmul of arrays that are not a vector product nor one flattened GEMM:
+    batched operands that are not both contiguous read in place (`strided_matmul`), else
+    CuPy's matmul, or while a graph records, and for halves (CuPy has no bfloat16 product),
+    `capturable_matmul`."""
+    if max(a.ndim, b.ndim) > 2 and not (a.flags.c_contiguous and b.flags.c_contiguous):
+        out = strided_matmul(a, b)
+        if out is not None:
+            return out
+    if recording or a.dtype in HALF:
+        return capturable_matmul(a, b)
     return cupy.matmul(a, b)

@@ -232,6 +232,57 @@ def test_a_stack_of_matrices_times_a_matrix_is_one_product(shape):
     np.testing.assert_allclose(host(b.matmul(t, on_gpu(c))), got, rtol=1e-5, atol=1e-5)
 
 
+def _heads(r, dtype):
+    """q, k^T and v of an attention layer: views of one (B, T, 3, H, hs) buffer."""
+    qkv = on_gpu(r.standard_normal((2, 16, 3, 4, 8)).astype(dtype)).transpose(2, 0, 3, 1, 4)
+    return qkv[0], qkv[1].swapaxes(-1, -2), qkv[2]
+
+
+STRIDED = {  # name -> (a, b) on the GPU, neither both contiguous
+    "q @ k^T": lambda r, t: _heads(r, t)[:2],
+    "weights @ v": lambda r, t: (on_gpu(r.standard_normal((2, 4, 16, 16)).astype(t)),
+                                 _heads(r, t)[2]),
+    "columns of unit stride": lambda r, t: (
+        on_gpu(r.standard_normal((3, 7, 5)).astype(t)).swapaxes(1, 2),
+        on_gpu(r.standard_normal((3, 6, 7)).astype(t)).swapaxes(1, 2)),
+    "rows wider than the matrix": lambda r, t: (
+        on_gpu(r.standard_normal((4, 6, 9)).astype(t))[:, :, 2:7],
+        on_gpu(r.standard_normal((4, 8, 3)).astype(t))[:, 1:6]),
+    "broadcast batch": lambda r, t: (
+        on_gpu(r.standard_normal((2, 1, 5, 8)).astype(t)).swapaxes(-1, -2),
+        on_gpu(r.standard_normal((3, 5, 4)).astype(t))),
+    "four batch dims": lambda r, t: (
+        on_gpu(r.standard_normal((2, 3, 2, 2, 4, 5)).astype(t)).transpose(3, 1, 0, 2, 4, 5),
+        on_gpu(r.standard_normal((2, 3, 2, 2, 5, 3)).astype(t)).transpose(3, 1, 0, 2, 4, 5)),
+    "five batch dims (copied)": lambda r, t: (
+        on_gpu(r.standard_normal((2, 1, 2, 1, 2, 3, 4)).astype(t)).swapaxes(0, 2),
+        on_gpu(r.standard_normal((4, 2))).astype(t)[None]),
+    "no unit stride (copied)": lambda r, t: (
+        on_gpu(r.standard_normal((3, 8, 10)).astype(t))[:, ::2, ::2],
+        on_gpu(r.standard_normal((3, 5, 2)).astype(t))),
+}
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("case", list(STRIDED), ids=str)
+def test_batched_products_of_views_read_them_in_place(case, dtype, monkeypatch):
+    from ndlite_cupy import blas
+
+    a, c = STRIDED[case](rng(), dtype)
+    assert a.ndim > 2 and not (a.flags.c_contiguous and c.flags.c_contiguous)
+    strided = []
+    original = blas.strided_matmul
+    monkeypatch.setattr(blas, "strided_matmul",
+                        lambda x, y: strided.append(original(x, y)) or strided[-1])
+    got = b.matmul(a, c)
+    want = host(a).astype(np.float64) @ host(c).astype(np.float64)
+    assert got.shape == want.shape and got.dtype == a.dtype
+    assert (strided[0] is None) == case.endswith("(copied)"), "read in place where it can"
+    bound = (1e-5 if dtype == "float32" else 1e-13) * np.sqrt(a.shape[-1])
+    np.testing.assert_allclose(host(got), want, rtol=bound, atol=bound)
+    assert_same_bits(host(got), host(b.matmul(a, c)))  # the same bits run to run
+
+
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("shape, axes", [((16384, 1536), (0,)), ((64, 256, 384), (0, 1)),
                                          ((300, 7), (0,)), ((256, 1), (0,)),
