@@ -11,6 +11,7 @@ import numbers
 
 import numpy as np
 
+from . import bounds
 from .device.registry import get_backend
 from .dtypes import SUPPORTED, as_dtype, default_float, default_int, is_floating
 from .errors import DTypeError, ShapeError
@@ -118,7 +119,9 @@ def tensor(data, dtype=None, backend=None, requires_grad: bool = False, device=N
         array = array.astype(want)
     if want not in target.dtypes:
         raise DTypeError(f"tensor: backend {target.name} does not support {want}")
-    return _finish(target.from_numpy(array), target, requires_grad)
+    out = _finish(target.from_numpy(array), target, requires_grad)
+    bounds.remember(out, array)  # index checks need not read it back (bounds.py)
+    return out
 
 
 def as_tensor(data, dtype=None, backend=None, device=None) -> Tensor:
@@ -210,7 +213,10 @@ def arange(start, end=None, step=1, dtype=None, backend=None, requires_grad=Fals
     dt = as_dtype(dtype) if dtype is not None else (default_int if all_int else default_float)
     values = np.arange(start, end, step, dtype=np.float64 if not all_int else np.int64)
     b = _backend(backend, device)
-    return _finish(b.from_numpy(values.astype(dt)), b, requires_grad)
+    host = values.astype(dt)
+    out = _finish(b.from_numpy(host), b, requires_grad)
+    bounds.remember(out, host)  # position ids: index checks need not read them back
+    return out
 
 
 def linspace(start, end, steps: int, dtype=None, backend=None, requires_grad=False,

@@ -10,7 +10,8 @@ ndlite/device/transformer_fallbacks.py), on the kernels in kernels/transformer.c
   backward one kernel for grad_x and two for the weight and bias column sums (per block of
   rows, then the blocks in order).
 - causal_softmax: one kernel each way, a warp per row of scores.
-- dropout_mask: one grid-stride kernel, a counter-based draw per element.
+- dropout_mask: one grid-stride kernel, a counter-based draw per element; dropout: the same
+  draw times x, in one pass (the mask never in memory).
 The row kernels run blocks of ROWS warps, one row each, reducing with warp shuffles.
 Empty tensors and non-float dtypes take the fallbacks. Every function takes the backend `b`
 first.
@@ -25,7 +26,7 @@ import numpy as np
 
 from ndlite.device import transformer_fallbacks as tfb
 
-from . import kernels
+from . import graph, kernels
 from .kernels import launch
 from .nn import FLOATS, _covered, _index
 
@@ -38,7 +39,7 @@ ROWS, ROW_BLOCKS = 4, 65536
 COLUMN_ROWS, COLUMN_BLOCKS = 64, 1024
 KERNELS = ("ndl_segment_chunks", "ndl_segment_rows", "ndl_layer_norm", "ndl_layer_norm_grad",
            "ndl_layer_norm_columns", "ndl_column_total", "ndl_causal_softmax",
-           "ndl_causal_softmax_grad", "ndl_dropout_mask")
+           "ndl_causal_softmax_grad", "ndl_dropout_mask", "ndl_dropout")
 
 
 @cache
@@ -193,4 +194,19 @@ def dropout_mask(b, shape, p, seed, dtype):
     launch(_kernel("ndl_dropout_mask", dtype, name), out.size,
            (out, np.uint64(seed), np.uint64(tfb.dropout_threshold(p)), dtype.type(1.0 / (1.0 - p)),
             cast(out.size)))
+    return out
+
+
+def dropout(b, x, p, seed):
+    """x * dropout_mask(x.shape, p, seed, x.dtype) in one pass (ndl_dropout)."""
+    if b._recording is not None:  # a replay would reuse the recorded seed's mask
+        raise graph.refused("dropout")
+    if x.size == 0 or x.dtype not in FLOATS:
+        return tfb.dropout(b, x, p, seed)
+    x = cupy.ascontiguousarray(x)
+    out = cupy.empty_like(x)
+    name, cast = _index(out.size)
+    launch(_kernel("ndl_dropout", x.dtype, name), out.size,
+           (x, out, np.uint64(seed), np.uint64(tfb.dropout_threshold(p)),
+            x.dtype.type(1.0 / (1.0 - p)), cast(out.size)))
     return out

@@ -64,7 +64,7 @@ FAST_PATHS = (
     "log_softmax", "nll_loss", "nll_loss_grad",
     "sgd_step", "rmsprop_step", "adam_step", "math", "math2", "argsort", "cumulative",
     "embedding_grad", "layer_norm", "layer_norm_grad", "causal_softmax", "causal_softmax_grad",
-    "dropout_mask", "gelu", "gelu_grad", "batch_norm", "batch_norm_grad",
+    "dropout_mask", "dropout", "gelu", "gelu_grad", "batch_norm", "batch_norm_grad",
     "batch_norm_update",
 )
 #: queries and abilities beyond computing, with defaults that do nothing

@@ -25,6 +25,8 @@ Conventions: everything is float; a "row" is the last dim. Each function takes t
   splitmix64(seed + (i + 1) * 0x9E3779B97F4A7C15) are >= floor(p * 2^24): a counter-based
   draw, so every backend makes the same mask from one seed without moving it from the host,
   and any element can be computed alone (the bits are exact integer arithmetic);
+- dropout(x, p, seed) -> x * dropout_mask(x.shape, p, seed, x.dtype), bit for bit: one pass
+  where a backend fuses it, no mask in memory (the gradient is dropout(grad, p, seed));
 - gelu(x, approximate) -> x * Phi(x), Phi(x) = (erf(x / sqrt 2) + 1) / 2 ("none"), or
   x * sigmoid(2 z), z = sqrt(2 / pi) (x + 0.044715 x^3) ("tanh"); gelu_grad(grad, x,
   approximate) -> grad * (Phi(x) + x exp(-x^2 / 2) / sqrt(2 pi)), or for "tanh" grad * (s +
@@ -92,6 +94,10 @@ def dropout_mask(b, shape, p, seed, dtype):
     return b.from_numpy((keep * scale).astype(dtype).reshape(shape))
 
 
+def dropout(b, x, p, seed):
+    return b.mul(x, b.dropout_mask(x.shape, p, seed, x.dtype))
+
+
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
 
@@ -140,6 +146,9 @@ class TransformerPaths:
 
     def dropout_mask(self, shape, p, seed, dtype):
         return self._transformer_kernels.dropout_mask(self, shape, p, seed, dtype)
+
+    def dropout(self, x, p, seed):
+        return getattr(self._transformer_kernels, "dropout", dropout)(self, x, p, seed)
 
     def gelu(self, x, approximate):
         return gelu(self, x, approximate)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+from .. import bounds
 from ..amp_state import switch as amp
 from ..creation import tensor as make_tensor
 from ..device.transformer_fallbacks import causal_mask
@@ -54,8 +55,10 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
             raise IndexError(f"embedding: index out of range: values from {host.min()} to "
                              f"{host.max()} for {n} embeddings (indices of shape {input.shape})")
 
-    # a backend recording a replayable graph (CUDA graphs) runs the check before each replay
-    if not input._backend.defer_host_check(input._data, check):
+    # a backend recording a replayable graph (CUDA graphs) runs the check before each replay;
+    # indices known in range on the host are not read from the device (bounds.py)
+    if not input._backend.defer_host_check(input._data, check) and not bounds.within(
+            input, 0, n - 1):
         check(input._backend.to_numpy(input._data))
     rows = select_rows(weight, flat)
     if padding_idx is not None:

@@ -15,6 +15,8 @@ import pytest
 
 import ndlite
 import ndlite.nn.functional as F
+from ndlite.creation import generator
+from ndlite.device import transformer_fallbacks as tfb
 from ndlite.device.protocol import Backend
 from ndlite.testing.gradcheck import gradcheck, gradgradcheck
 from ndlite.testing.tolerance import judge
@@ -368,3 +370,50 @@ def test_dropout_draws_fresh_masks_and_repeats_under_a_seed(backend):
     ndlite.manual_seed(3)
     again = F.dropout(x, 0.5).numpy()
     assert not np.array_equal(first, second) and np.array_equal(first, again)
+
+
+@pytest.mark.parametrize("shape, p, seed", [((4, 6, 32, 32), 0.2, 12345), ((7, 33), 0.5, 0),
+                                            ((0, 4), 0.3, 7), ((3000,), 0.9, 2**63 - 1)])
+def test_dropout_is_x_times_its_mask_bitwise(backend, shape, p, seed):
+    """The fused dropout against the contract's x * dropout_mask: the same bits, signed zeros,
+    infinities and NaNs included, on a transposed (non-contiguous) input too."""
+    b = backend
+    r = np.random.default_rng(seed % 1000)
+    for dtype in dtypes(b):
+        a = r.standard_normal(shape).astype(dtype)
+        if a.size > 4:
+            a.reshape(-1)[:4] = [-0.0, np.inf, -np.inf, np.nan]
+        for x in (dev(b, a), b.permute(dev(b, a), tuple(range(a.ndim))[::-1])):
+            got = host(b, b.dropout(x, p, seed))
+            want = host(b, tfb.dropout(b, x, p, seed))
+            composed = host(b, x) * host(b, b.dropout_mask(b.to_numpy(x).shape, p, seed,
+                                                                  np.dtype(dtype)))
+            same_bits(got, want, "dropout against the fallback")
+            same_bits(got, composed.astype(dtype), "dropout against x * mask")
+
+
+def test_dropout_s_gradient_is_the_same_mask_and_keeps_no_mask(backend):
+    """F.dropout's backward applies the forward's mask to the gradient, drawn again from the
+    seed: grad * mask bitwise, and the second order too (gradgradcheck in float64)."""
+    b = backend
+    x = ndlite.tensor(np.random.default_rng(1).standard_normal((8, 50)), backend=b,
+                      requires_grad=True)
+    ndlite.manual_seed(5)
+    y = F.dropout(x, 0.3)
+    g = ndlite.tensor(np.random.default_rng(2).standard_normal((8, 50)), backend=b)
+    y.backward(g)
+    ndlite.manual_seed(5)
+    seed = int(generator().integers(0, 2**63))
+    mask = host(b, b.dropout_mask((8, 50), 0.3, seed, np.dtype(np.float64)))
+    same_bits(y.detach().numpy(), x.detach().numpy() * mask, "dropout's output")
+    same_bits(x.grad.numpy(), g.numpy() * mask, "dropout's gradient")
+    assert not any(isinstance(t, np.ndarray) or hasattr(t, "shape")
+                   for t in getattr(y.grad_fn, "saved", ()) or ()), "no mask kept"
+
+    def seeded(t):
+        ndlite.manual_seed(5)
+        return F.dropout(t[0], 0.3) ** 2  # squared: a second derivative that is not zero
+
+    small = [np.random.default_rng(3).standard_normal((3, 7))]
+    gradcheck(seeded, small, [0], backend=b, name="dropout")
+    gradgradcheck(seeded, small, [0], backend=b, name="dropout")

@@ -213,3 +213,18 @@ __global__ void ndl_dropout_mask(T* out, unsigned long long seed, unsigned long 
     out[i] = (z >> 40) >= threshold ? scale : T(0);
   }
 }
+
+// out[i] = x[i] * (the mask ndl_dropout_mask writes at i): dropout in one pass, no mask in
+// memory; the product is the one x * mask computes (a plain rounded multiply).
+template <typename T, typename I>
+__global__ void ndl_dropout(const T* x, T* out, unsigned long long seed,
+                            unsigned long long threshold, T scale, I n) {
+  for (I i = static_cast<I>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<I>(gridDim.x) * blockDim.x) {
+    unsigned long long z = seed + static_cast<unsigned long long>(i + 1) * 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z = z ^ (z >> 31);
+    out[i] = x[i] * ((z >> 40) >= threshold ? scale : T(0));
+  }
+}
