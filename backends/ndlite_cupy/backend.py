@@ -174,10 +174,10 @@ class CupyBackend(XpBackend):
         self._kernels = k = kernels()
         for name in _KERNEL_PRIMITIVES:
             setattr(self, name, getattr(k, name))
-        from . import blas, columns, nn, optim, transformer
+        from . import blas, columns, lt, nn, optim, transformer
 
         self._indexing, self._blas, self._nn, self._optim = indexing, blas, nn, optim
-        self._transformer_kernels, self._columns = transformer, columns
+        self._transformer_kernels, self._columns, self._lt = transformer, columns, lt
         from . import norm
 
         self._norm_kernels = norm  # the batch-norm paths' kernels (Backend calls them)
@@ -280,6 +280,10 @@ class CupyBackend(XpBackend):
             out = self.matmul(a.reshape(-1, a.shape[-1]), b)  # not a batch of small ones
             return out.reshape(a.shape[:-1] + (b.shape[1],))
         return self._blas.product(a, b, self._recording is not None)
+
+    def linear(self, x, weight, bias):  # the bias in cuBLASLt's epilogue where it can (lt.py)
+        out = self._lt.linear(x, weight, bias)
+        return super().linear(x, weight, bias) if out is None else out
 
     # ---- reductions ------------------------------------------------------------------------
 

@@ -203,10 +203,11 @@ def dropout(b, x, p, seed):
         raise graph.refused("dropout")
     if x.size == 0 or x.dtype not in FLOATS:
         return tfb.dropout(b, x, p, seed)
+    shape = x.shape  # (ascontiguousarray makes a 0-d array 1-d)
     x = cupy.ascontiguousarray(x)
     out = cupy.empty_like(x)
     name, cast = _index(out.size)
     launch(_kernel("ndl_dropout", x.dtype, name), out.size,
            (x, out, np.uint64(seed), np.uint64(tfb.dropout_threshold(p)),
             x.dtype.type(1.0 / (1.0 - p)), cast(out.size)))
-    return out
+    return out.reshape(shape)

@@ -64,7 +64,7 @@ FAST_PATHS = (
     "log_softmax", "nll_loss", "nll_loss_grad",
     "sgd_step", "rmsprop_step", "adam_step", "math", "math2", "argsort", "cumulative",
     "embedding_grad", "layer_norm", "layer_norm_grad", "causal_softmax", "causal_softmax_grad",
-    "dropout_mask", "dropout", "gelu", "gelu_grad", "batch_norm", "batch_norm_grad",
+    "dropout_mask", "dropout", "linear", "gelu", "gelu_grad", "batch_norm", "batch_norm_grad",
     "batch_norm_update",
 )
 #: queries and abilities beyond computing, with defaults that do nothing
@@ -204,6 +204,11 @@ class Backend(tfb.TransformerPaths, nfb.NormPaths):
     def matmul(self, a: Buffer, b: Buffer) -> Buffer:
         """Batched matrix product of two buffers of at least 2 dims; batch dims broadcast."""
         raise NotImplementedError
+
+    def linear(self, x: Buffer, weight: Buffer, bias: Buffer) -> Buffer:
+        """x (..., K) @ weight (O, K)^T + bias (O,): Linear's forward. A backend may add the
+        bias in the product (one rounding, within the contraction tolerance). Fallback: this."""
+        return self.add(self.matmul(x, self.permute(weight, (1, 0))), bias)
 
     # ---- movement --------------------------------------------------------------------------
 

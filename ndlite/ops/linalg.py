@@ -148,8 +148,9 @@ class Linear(Op):
 
     @staticmethod
     def forward(b, x, weight, bias=None):
-        out = b.matmul(x, b.permute(weight, (1, 0)))
-        return out if bias is None else b.add(out, bias)
+        if bias is None:
+            return b.matmul(x, b.permute(weight, (1, 0)))
+        return b.linear(x, weight, bias)  # matmul + add, or one fused call (protocol.py)
 
     @staticmethod
     def backward(node, grad):

@@ -374,3 +374,29 @@ def test_a_small_network_trains_like_on_numpy():
     for got, want in zip(_loss_and_grads(b, x, w1, w2, labels),
                          _loss_and_grads("numpy", x, w1, w2, labels), strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("x_shape, out_features", [((64, 33), 17), ((4, 8, 32), 96),
+                                                   ((1, 384), 1152)])
+def test_linear_adds_the_bias_in_the_product_s_epilogue(x_shape, out_features, dtype):
+    """Linear's forward through cuBLASLt's bias epilogue: within the contraction tolerance of
+    float64 math, the same bits run to run, and an unaligned bias takes matmul + add."""
+    from ndlite_cupy import lt
+
+    r = rng()
+    x = r.standard_normal(x_shape).astype(dtype)
+    w = r.standard_normal((out_features, x_shape[-1])).astype(dtype)
+    bias = r.standard_normal(out_features + 1).astype(dtype)
+    want = x.astype(np.float64) @ w.T.astype(np.float64) + bias[1:]
+    scale = np.abs(x) @ np.abs(w.T) + np.abs(bias[1:])
+    eps = np.finfo(dtype).eps * 4 * np.sqrt(x_shape[-1])
+    aligned = on_gpu(bias[1:])  # a fresh buffer: aligned
+    fused = lt.linear(on_gpu(x), on_gpu(w), aligned)
+    assert fused is not None, "cuBLASLt's epilogue was not used"
+    for got in (fused, b.linear(on_gpu(x), on_gpu(w), aligned),
+                b.linear(on_gpu(x), on_gpu(w), on_gpu(bias)[1:])):  # unaligned: product + add
+        assert got.shape == want.shape and got.dtype == np.dtype(dtype)
+        assert (np.abs(host(got) - want) <= eps * scale).all()
+    assert lt.linear(on_gpu(x), on_gpu(w), on_gpu(bias)[1:]) is None
+    assert_same_bits(host(fused), host(lt.linear(on_gpu(x), on_gpu(w), aligned)))
