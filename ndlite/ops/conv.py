@@ -25,6 +25,12 @@ from .registry import SCALED, Op, Spec, implements, register
 
 def pair(value, name: str, op: str) -> tuple:
     """An int or a pair of ints as an (h, w) pair."""
+    kind = value.__class__
+    if kind is int:  # the common cases first: no abc instance checks
+        return (value, value)
+    if kind is tuple and len(value) == 2 and value[0].__class__ is int and \
+            value[1].__class__ is int:
+        return value
     if isinstance(value, numbers.Integral) and not isinstance(value, bool):
         return (int(value), int(value))
     if isinstance(value, (tuple, list)) and len(value) == 2 and all(
@@ -66,9 +72,9 @@ class Conv2d(Op):
         p = _geometry(node.params)
         grads = [None] * len(node.next)
         if node.next[0] is not None:
-            grads[0] = conv2d_grad_input(grad, weight, x.shape, **p)
+            grads[0] = _grad_input(grad, weight, x.shape, p)
         if node.next[1] is not None:
-            grads[1] = conv2d_grad_weight(x, grad, weight.shape, **p)
+            grads[1] = _grad_weight(x, grad, weight.shape, p)
         if len(node.next) > 2 and node.next[2] is not None:
             grads[2] = grad.sum((0, 2, 3))
         return tuple(grads)
@@ -96,7 +102,7 @@ class Conv2dGradInput(Op):
         if node.next[0] is not None:  # <Gi(g, w), gg> = <C(gg, w), g>
             g_out = _apply(Conv2d, [grad, weight], p)
         if node.next[1] is not None:  # ... = <w, Gw(gg, g)>
-            g_w = conv2d_grad_weight(grad, grad_output, weight.shape, **p)
+            g_w = _grad_weight(grad, grad_output, weight.shape, p)
         return g_out, g_w
 
 
@@ -120,10 +126,21 @@ class Conv2dGradWeight(Op):
         p = _geometry(node.params)
         g_x = g_out = None
         if node.next[0] is not None:  # <Gw(x, g), gw> = <x, Gi(g, gw)>
-            g_x = conv2d_grad_input(grad_output, grad, x.shape, **p)
+            g_x = _grad_input(grad_output, grad, x.shape, p)
         if node.next[1] is not None:  # ... = <C(x, gw), g>
             g_out = _apply(Conv2d, [x, grad], p)
         return g_x, g_out
+
+
+def _grad_input(grad_output: Tensor, weight: Tensor, input_shape: tuple, geometry: dict):
+    """conv2d_grad_input with a geometry already checked (a node's params): backward passes
+    skip the public function's checks."""
+    return nary(Conv2dGradInput, [grad_output, weight], input_shape=input_shape, **geometry)
+
+
+def _grad_weight(x: Tensor, grad_output: Tensor, weight_shape: tuple, geometry: dict):
+    """conv2d_grad_weight with a geometry already checked (see _grad_input)."""
+    return nary(Conv2dGradWeight, [x, grad_output], weight_shape=weight_shape, **geometry)
 
 
 @implements(Conv2dGradInput)
@@ -214,7 +231,7 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
         if not is_floating(t.dtype) or t.dtype != input.dtype:
             raise DTypeError(f"{op}: input, weight and bias must share one floating dtype, got "
                              f"{[str(t.dtype) for t in tensors]}")
-    if not isinstance(groups, numbers.Integral) or groups <= 0:
+    if (groups.__class__ is not int and not isinstance(groups, numbers.Integral)) or groups <= 0:
         raise ValueError(f"{op}: groups must be a positive integer, got {groups!r}")
     stride = positive(pair(stride, "stride", op), "stride", op)
     dilation = positive(pair(dilation, "dilation", op), "dilation", op)

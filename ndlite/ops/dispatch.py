@@ -169,11 +169,14 @@ def nary(op, tensors, **params) -> Tensor:
     if amp.on:
         tensors = autocast_inputs(op, tuple(tensors))
     backend = tensors[0]._backend
+    buffers, grads = [], False
     for t in tensors:
         if t._backend is not backend:
             check_same_backend(op.name, *tensors)
-    out = _make(op.forward(backend, *[t._data for t in tensors], **params), backend)
-    if mode.enabled and op.differentiable and any(t._rg for t in tensors):
+        buffers.append(t._data)
+        grads = grads or t._rg
+    out = _make(op.forward(backend, *buffers, **params), backend)
+    if grads and mode.enabled and op.differentiable:
         record(op, tuple(tensors), out, params or None)
     return out
 

@@ -29,12 +29,13 @@ class Adam(Optimizer):
                                       weight_decay=weight_decay, amsgrad=amsgrad))
 
     def update(self, param, grad, state, group):
-        exp_avg = self.buffer(state, "exp_avg", param).buffer
-        exp_avg_sq = self.buffer(state, "exp_avg_sq", param).buffer
-        vmax = self.buffer(state, "max_exp_avg_sq", param).buffer if group["amsgrad"] else None
+        buffer = self.buffer
+        exp_avg = buffer(state, "exp_avg", param)._data
+        exp_avg_sq = buffer(state, "exp_avg_sq", param)._data
+        vmax = buffer(state, "max_exp_avg_sq", param)._data if group["amsgrad"] else None
         state["step"] = step = state.get("step", 0) + 1
         beta1, beta2 = group["betas"]
-        param.backend.adam_step(param.buffer, grad.buffer, exp_avg, exp_avg_sq, vmax, step,
+        param._backend.adam_step(param._data, grad._data, exp_avg, exp_avg_sq, vmax, step,
                                  group["lr"], beta1, beta2, group["eps"], group["weight_decay"],
                                  self.decoupled)
 

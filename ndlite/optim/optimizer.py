@@ -69,14 +69,18 @@ class Optimizer:
             with graph.enable_grad():
                 loss = closure()
         with graph.no_grad():
+            state, update = self.state, self.update
             for group in self.param_groups:
                 for p in group["params"]:
-                    if p.grad is None:
-                        continue
                     grad = p.grad
-                    if grad.backend is not p.backend or grad.dtype != p.dtype:
-                        grad = grad.to(p.backend, p.dtype)
-                    self.update(p, grad, self.state.setdefault(id(p), {}), group)
+                    if grad is None:
+                        continue
+                    if grad._backend is not p._backend or grad._data.dtype != p._data.dtype:
+                        grad = grad.to(p._backend, p._data.dtype)
+                    entry = state.get(id(p))
+                    if entry is None:
+                        entry = state[id(p)] = {}
+                    update(p, grad, entry, group)
                     p._bump()
         return loss
 
@@ -88,8 +92,8 @@ class Optimizer:
         """The state tensor `name`, created as zeros like `like` on first use."""
         t = state.get(name)
         if t is None:
-            t = state[name] = Tensor._make(like.backend.full(like.shape, 0, like.dtype),
-                                           like.backend)
+            b = like._backend
+            t = state[name] = Tensor._make(b.full(like.shape, 0, like.dtype), b)
         return t
 
     # ---- state dicts -------------------------------------------------------------------------

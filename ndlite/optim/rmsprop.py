@@ -25,11 +25,11 @@ class RMSprop(Optimizer):
                                       momentum=momentum, centered=centered))
 
     def update(self, param, grad, state, group):
-        square_avg = self.buffer(state, "square_avg", param).buffer
-        grad_avg = self.buffer(state, "grad_avg", param).buffer if group["centered"] else None
-        buf = self.buffer(state, "momentum_buffer", param).buffer if group["momentum"] > 0 \
-            else None
+        buffer = self.buffer
+        square_avg = buffer(state, "square_avg", param)._data
+        grad_avg = buffer(state, "grad_avg", param)._data if group["centered"] else None
+        buf = buffer(state, "momentum_buffer", param)._data if group["momentum"] > 0 else None
         state["step"] = state.get("step", 0) + 1
-        param.backend.rmsprop_step(param.buffer, grad.buffer, square_avg, grad_avg, buf,
+        param._backend.rmsprop_step(param._data, grad._data, square_avg, grad_avg, buf,
                                     group["lr"], group["alpha"], group["eps"],
                                     group["momentum"], group["weight_decay"])

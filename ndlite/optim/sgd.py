@@ -33,7 +33,7 @@ class SGD(Optimizer):
         first = False
         if momentum:
             first = "momentum_buffer" not in state
-            buf = self.buffer(state, "momentum_buffer", param).buffer
-        param.backend.sgd_step(param.buffer, grad.buffer, buf, group["lr"], momentum,
+            buf = self.buffer(state, "momentum_buffer", param)._data
+        param._backend.sgd_step(param._data, grad._data, buf, group["lr"], momentum,
                                 group["dampening"], group["nesterov"], group["weight_decay"],
                                 first)
