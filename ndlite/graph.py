@@ -223,17 +223,17 @@ def _stale(node: Node, now: int, version: int) -> None:
 
 def _toposort(roots: Sequence[Node]) -> list[Node]:
     """Nodes reachable from `roots`, each before every node its gradient flows into."""
-    order, seen = [], set()
+    order, seen = [], set()  # nodes hash by identity
     for root in roots:
-        if id(root) in seen:
+        if root in seen:
             continue
-        seen.add(id(root))
+        seen.add(root)
         stack = [(root, iter(root.next))]
         while stack:
             node, children = stack[-1]
             for child in children:
-                if type(child) is Node and id(child) not in seen:
-                    seen.add(id(child))
+                if child.__class__ is Node and child not in seen:
+                    seen.add(child)
                     stack.append((child, iter(child.next)))
                     break
             else:

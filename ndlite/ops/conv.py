@@ -227,10 +227,42 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
                       groups).squeeze(0)
     check_ranks(op, input, weight, 2, "out_channels, in_channels / groups, kh, kw")
     tensors = [input, weight] + ([bias] if bias is not None else [])
+    dtype = input._data.dtype
     for t in tensors:
-        if not is_floating(t.dtype) or t.dtype != input.dtype:
+        if not is_floating(t._data.dtype) or t._data.dtype != dtype:
             raise DTypeError(f"{op}: input, weight and bias must share one floating dtype, got "
                              f"{[str(t.dtype) for t in tensors]}")
+    key = (input._data.shape, weight._data.shape, None if bias is None else bias._data.shape,
+           stride, padding, dilation, groups)
+    params = _GEOMETRY.get(key) if _plain(stride, padding, dilation, groups) else None
+    if params is None:
+        params = _geometry_of(input, weight, bias, stride, padding, dilation, groups)
+        if params.__class__ is not dict:  # asymmetric 'same' padding or an empty operand
+            return params
+        if _plain(stride, padding, dilation, groups) and len(_GEOMETRY) < 1024:
+            _GEOMETRY[key] = params
+    return nary(Conv2d, tensors, **params)
+
+
+#: conv2d's checked geometry per (shapes, stride, padding, dilation, groups), for arguments of
+#: plain ints (a training step convolves the same shapes every time; errors are not cached)
+_GEOMETRY: dict = {}
+
+
+def _plain(stride, padding, dilation, groups) -> bool:
+    for v in (stride, padding, dilation):
+        kind = v.__class__
+        if not (kind is int or kind is str or kind is tuple and len(v) == 2 and
+                v[0].__class__ is int and v[1].__class__ is int):
+            return False
+    return groups.__class__ is int
+
+
+def _geometry_of(input, weight, bias, stride, padding, dilation, groups):
+    """conv2d's params (stride, padding, dilation, groups) after its checks, or the result
+    itself where the geometry needs more than one convolution (asymmetric 'same' padding,
+    empty operands)."""
+    op = "conv2d"
     if (groups.__class__ is not int and not isinstance(groups, numbers.Integral)) or groups <= 0:
         raise ValueError(f"{op}: groups must be a positive integer, got {groups!r}")
     stride = positive(pair(stride, "stride", op), "stride", op)
@@ -247,9 +279,8 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
         raise ShapeError(f"{op}: bias must have shape ({o},), got {bias.shape}")
     widths = _padding_widths(padding, stride, dilation, (kh, kw), op)
     if any(lo != hi for lo, hi in widths):  # asymmetric 'same': pad explicitly first
-        input = pad(input, (widths[1][0], widths[1][1], widths[0][0], widths[0][1]))
-        widths = [(0, 0), (0, 0)]
-        h, w = input.shape[2], input.shape[3]
+        padded = pad(input, (widths[1][0], widths[1][1], widths[0][0], widths[0][1]))
+        return conv2d(padded, weight, bias, stride, 0, dilation, groups)
     padded = (h + 2 * widths[0][0], w + 2 * widths[1][0])
     span = (dilation[0] * (kh - 1) + 1, dilation[1] * (kw - 1) + 1)
     if span[0] > padded[0] or span[1] > padded[1]:
@@ -257,9 +288,8 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
                          f"larger than the padded input {padded} (input shape {input.shape})")
     if input.numel() == 0 or weight.numel() == 0:
         return _empty_conv(input, weight, bias, padded, span, stride)
-    params = dict(stride=stride, padding=(widths[0][0], widths[1][0]), dilation=dilation,
-                  groups=int(groups))
-    return _apply(Conv2d, [input] + tensors[1:], params)
+    return dict(stride=stride, padding=(widths[0][0], widths[1][0]), dilation=dilation,
+                groups=int(groups))
 
 
 def _empty_conv(input: Tensor, weight: Tensor, bias, padded, span, stride) -> Tensor:

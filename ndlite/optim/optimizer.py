@@ -55,11 +55,14 @@ class Optimizer:
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Forget the gradients (None, or zeros with set_to_none=False)."""
+        if set_to_none:
+            for group in self.param_groups:
+                for p in group["params"]:
+                    p.grad = None
+            return
         for group in self.param_groups:
             for p in group["params"]:
-                if set_to_none:
-                    p.grad = None
-                elif p.grad is not None:
+                if p.grad is not None:
                     p.grad = Tensor._make(p.backend.full(p.shape, 0, p.dtype), p.backend)
 
     def step(self, closure=None):
