@@ -72,8 +72,10 @@ class Optimizer:
             with graph.enable_grad():
                 loss = closure()
         with graph.no_grad():
-            state, update = self.state, self.update
+            state = self.state
             for group in self.param_groups:
+                # the group's settings read once per step, not once per parameter
+                update = self.group_update(group)
                 for p in group["params"]:
                     grad = p.grad
                     if grad is None:
@@ -83,12 +85,18 @@ class Optimizer:
                     entry = state.get(id(p))
                     if entry is None:
                         entry = state[id(p)] = {}
-                    update(p, grad, entry, group)
+                    update(p, grad, entry)
                     p._bump()
         return loss
 
     def update(self, param: Tensor, grad: Tensor, state: dict, group: dict) -> None:
         raise NotImplementedError
+
+    def group_update(self, group: dict):
+        """`update` for the parameters of `group`, as a function (param, grad, state): step
+        calls it once per group; optimizers with fused steps bind the group's settings."""
+        update = self.update
+        return lambda param, grad, state: update(param, grad, state, group)
 
     @staticmethod
     def buffer(state: dict, name: str, like: Tensor) -> Tensor:
