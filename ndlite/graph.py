@@ -153,25 +153,26 @@ def record(op, inputs: Sequence, out, params=None):
     """Attach a node for `op` to tensor `out`: called by ops when grad mode is on and an
     input requires grad. `inputs` are the op's operands (tensors, or Python scalars, which
     get no gradient). Returns `out`."""
-    next, shapes, versions = [], [], []
+    next, shapes = [], []
     tensor = out.__class__  # inputs of that class are tensors; anything else is a number
     for t in inputs:
         if t.__class__ is tensor:
             node = t._node
             next.append(node if node is not None else (t if t._rg else None))
             shapes.append(t._data.shape)
-            box = t._vbox
-            versions.append(0 if box is None else box[0])
         else:
             next.append(None)
             shapes.append(())
-            versions.append(0)
-    node = Node(op, tuple(next), out._backend, tuple(shapes), params, tensor)
+    next = tuple(next)
+    node = Node(op, next, out._backend, tuple(shapes), params, tensor)
     keep = op.save_inputs
     if keep is True and op.save_for is not None:  # only what the needed gradients read
         keep = op.save_for(tuple(n is not None for n in next))
     if keep:
+        # the versions of what is kept (a number, or a tensor without a counter, is at 0);
         # plain numbers: the saved tensors themselves lead to their counters at backward time
+        versions = [0 if t.__class__ is not tensor or t._vbox is None else t._vbox[0]
+                    for t in inputs]
         if keep is True:
             node.saved, node.versions = tuple(inputs), tuple(versions)
         else:  # only the inputs backward reads: a change to another is no error
