@@ -18,7 +18,14 @@ import numpy as np
 
 from ..amp_state import switch as amp
 from ..creation import tensor
-from ..dtypes import bool_, default_float, is_floating, promote_operands, scalar_dtype
+from ..dtypes import (
+    FLOATING,
+    bool_,
+    default_float,
+    is_floating,
+    promote_operands,
+    scalar_dtype,
+)
 from ..errors import DeviceMismatchError, DTypeError, ShapeError
 from ..graph import attach, mode, record
 from ..tensor import Tensor
@@ -27,6 +34,7 @@ from .cast import astype
 
 _make = Tensor._make
 _SCALARS = (int, float, bool)
+_FLOATS = frozenset(FLOATING)  # what the "float" rule leaves as it is
 
 
 @lru_cache(maxsize=4096)
@@ -102,7 +110,9 @@ def unary(op, x: Tensor, **params) -> Tensor:
     if amp.on:
         x = autocast_inputs(op, (x,))[0]
     dtype = x._data.dtype
-    if op.dtype_rule is not None:
+    rule = op.dtype_rule
+    if rule is not None and not (rule == "no_bool" and dtype is not bool_ or
+                                 rule == "float" and dtype in _FLOATS):
         want = _dtype_rule(op, dtype, op.name)
         if want is not dtype:
             x = cast(x, want)
