@@ -15,6 +15,7 @@ from ..amp_state import switch as amp
 from ..creation import zeros
 from ..dtypes import is_floating
 from ..errors import DTypeError, ShapeError
+from ..graph import mode
 from ..tensor import Tensor
 from . import samples
 from .autocast import autocast_inputs
@@ -69,6 +70,9 @@ class Conv2d(Op):
     @staticmethod
     def backward(node, grad):
         x, weight = node.saved[0], node.saved[1]
+        b = grad._backend
+        if not mode.enabled and not amp.on and x._backend is b and weight._backend is b:
+            return _first_order(node, grad._data, x, weight, b)
         p = _geometry(node.params)
         grads = [None] * len(node.next)
         if node.next[0] is not None:
@@ -78,6 +82,22 @@ class Conv2d(Op):
         if len(node.next) > 2 and node.next[2] is not None:
             grads[2] = grad.sum((0, 2, 3))
         return tuple(grads)
+
+
+def _first_order(node, g, x: Tensor, weight: Tensor, b) -> tuple:
+    """conv2d's gradients outside create_graph: the backend calls of the gradient ops
+    (conv2d_grad_input, conv2d_grad_weight, the bias's sum over (0, 2, 3)) on the buffers,
+    without a tensor op each."""
+    p = node.params
+    geometry = (p["stride"], p["padding"], p["dilation"], p["groups"])
+    grads = [None] * len(node.next)
+    if node.next[0] is not None:
+        grads[0] = Tensor._make(b.conv2d_grad_input(g, weight._data, x.shape, *geometry), b)
+    if node.next[1] is not None:
+        grads[1] = Tensor._make(b.conv2d_grad_weight(x._data, g, weight.shape, *geometry), b)
+    if len(node.next) > 2 and node.next[2] is not None:
+        grads[2] = Tensor._make(b.sum(g, (0, 2, 3), False), b)
+    return tuple(grads)
 
 
 @register

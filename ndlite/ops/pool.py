@@ -13,10 +13,12 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..amp_state import switch as amp
 from ..creation import tensor
 from ..device.fallbacks import empty_windows, pool_output_size
 from ..dtypes import is_floating
 from ..errors import DTypeError, ShapeError
+from ..graph import mode
 from ..tensor import Tensor
 from . import samples
 from .conv import pair, positive
@@ -94,6 +96,11 @@ class MaxPool2d(Op):
     @staticmethod
     def backward(node, grad):
         p = node.params
+        if not mode.enabled and not amp.on:  # first order: the backend call on the buffers
+            b = grad._backend
+            return Tensor._make(b.max_pool2d_grad(
+                grad._data, p["indices"]._data, node.shapes[0], p["kernel_size"], p["stride"],
+                p["padding"], p["dilation"], p["ceil_mode"]), b)
         return _max_pool_grad(grad, p["indices"], node.shapes[0], p)
 
 
