@@ -9,7 +9,7 @@ dispatched: a GPU would otherwise read out of bounds.
 
 from __future__ import annotations
 
-from ..dtypes import is_floating
+from ..dtypes import int64, is_floating
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 from . import samples
@@ -133,7 +133,8 @@ def _nll_apply(op, x: Tensor, params: dict) -> Tensor:
 def _nll(input: Tensor, target: Tensor, weight, ignore_index: int, reduction: str) -> Tensor:
     if weight is None and input.ndim == 2:  # the common case: one fused backend call
         check_same_backend("nll_loss", input, target)
-        params = {"target": target.long(), "ignore_index": ignore_index,
+        labels = target if target._data.dtype == int64 else target.long()  # no .to() call
+        params = {"target": labels, "ignore_index": ignore_index,
                   "reduction": reduction, "classes": input.shape[1]}
         return _nll_apply(NllLoss, input, params)
     batched = input.ndim >= 2
