@@ -149,35 +149,30 @@ def version_of(t) -> tuple:
     return (box, box[0])
 
 
-def _version(t) -> int:
-    """A saved input's version now (a tensor without a counter was never modified: 0)."""
-    box = getattr(t, "_vbox", None)
-    return 0 if box is None else box[0]
-
-
 def record(op, inputs: Sequence, out, params=None):
     """Attach a node for `op` to tensor `out`: called by ops when grad mode is on and an
     input requires grad. `inputs` are the op's operands (tensors, or Python scalars, which
     get no gradient). Returns `out`."""
-    next, shapes, versions = [], [], []
+    next, shapes = [], []
     tensor = out.__class__  # inputs of that class are tensors; anything else is a number
     for t in inputs:
         if t.__class__ is tensor:
             node = t._node
             next.append(node if node is not None else (t if t._rg else None))
             shapes.append(t._data.shape)
-            box = t._vbox
-            versions.append(0 if box is None else box[0])
         else:
             next.append(None)
             shapes.append(())
-            versions.append(0)
-    node = Node(op, tuple(next), out._backend, tuple(shapes), params, tensor)
+    next = tuple(next)
+    node = Node(op, next, out._backend, tuple(shapes), params, tensor)
     keep = op.save_inputs
     if keep is True and op.save_for is not None:  # only what the needed gradients read
         keep = op.save_for(tuple(n is not None for n in next))
     if keep:
+        # the versions of what is kept (a number, or a tensor without a counter, is at 0);
         # plain numbers: the saved tensors themselves lead to their counters at backward time
+        versions = [0 if t.__class__ is not tensor or t._vbox is None else t._vbox[0]
+                    for t in inputs]
         if keep is True:
             node.saved, node.versions = tuple(inputs), tuple(versions)
         else:  # only the inputs backward reads: a change to another is no error
@@ -203,17 +198,25 @@ def attach(op, inputs: Sequence, out, params=None):
 
 
 def _check_versions(node: Node) -> None:
-    found = [(_version(t), v) for t, v in zip(node.saved, node.versions)]
+    """Raise if a tensor backward reads was changed in place since the op recorded it."""
+    wrap = node.wrap  # saved inputs of the output's class are tensors; others are numbers
+    for t, version in zip(node.saved, node.versions):
+        # a tensor without a counter was never modified: version 0
+        box = t._vbox if t.__class__ is wrap else getattr(t, "_vbox", None)
+        now = 0 if box is None else box[0]
+        if now != version:
+            _stale(node, now, version)
     if node.out_version is not None:
         box, version = node.out_version
-        found.append((box[0], version))
-    for now, version in found:
-        if now != version:
-            raise RuntimeError(
-                f"one of the tensors needed for the gradient of {node.op.name!r} has been "
-                f"modified by an in-place operation (it is at version {now}, expected "
-                f"version {version}); clone it before modifying it, or modify a copy"
-            )
+        if box[0] != version:
+            _stale(node, box[0], version)
+
+
+def _stale(node: Node, now: int, version: int) -> None:
+    raise RuntimeError(f"one of the tensors needed for the gradient of {node.op.name!r} has "
+                       f"been modified by an in-place operation (it is at version {now}, "
+                       f"expected version {version}); clone it before modifying it, or modify "
+                       "a copy")
 
 
 # ---- the backward pass ------------------------------------------------------------------------
@@ -221,17 +224,17 @@ def _check_versions(node: Node) -> None:
 
 def _toposort(roots: Sequence[Node]) -> list[Node]:
     """Nodes reachable from `roots`, each before every node its gradient flows into."""
-    order, seen = [], set()
+    order, seen = [], set()  # nodes hash by identity
     for root in roots:
-        if id(root) in seen:
+        if root in seen:
             continue
-        seen.add(id(root))
+        seen.add(root)
         stack = [(root, iter(root.next))]
         while stack:
             node, children = stack[-1]
             for child in children:
-                if type(child) is Node and id(child) not in seen:
-                    seen.add(id(child))
+                if child.__class__ is Node and child not in seen:
+                    seen.add(child)
                     stack.append((child, iter(child.next)))
                     break
             else:
@@ -299,24 +302,19 @@ class _Pass:
     def hold(self, g) -> None:
         self.held[id(g)] = weakref.ref(g)
 
-    def holds(self, g) -> bool:
-        ref = self.held.get(id(g))
-        return ref is not None and ref() is g
-
     def add(self, target, g) -> None:
         prev = self.grads.get(target)
         self.grads[target] = g if prev is None else prev + g
 
     def deliver(self, target, g) -> None:
-        if type(target) is Node:
-            self.add(target, g)
-            self.hold(self.grads[target])
-        elif self.capture is not None:
+        """Pass gradient `g` on to a leaf (visit passes those for nodes itself)."""
+        if self.capture is not None:
             if id(target) in self.wanted:
                 prev = self.captured.get(id(target))
                 self.captured[id(target)] = g if prev is None else prev + g
         else:
-            accumulate(target, g, owned=not self.holds(g) and g._vbox is None)
+            ref = self.held.get(id(g))  # held elsewhere already: not owned
+            accumulate(target, g, owned=(ref is None or ref() is not g) and g._vbox is None)
             self.hold(g)
 
     def visit(self, node: Node, grad, retain_graph: bool) -> None:
@@ -334,16 +332,24 @@ class _Pass:
                 f"backward); pass retain_graph=True to the first backward to keep them")
         _check_versions(node)
         in_grads = node.op.backward(node, grad)
-        if type(in_grads) is not tuple:
+        if in_grads.__class__ is not tuple:
             in_grads = (in_grads,)
+        grads, held = self.grads, self.held
         for target, g, shape in zip(node.next, in_grads, node.shapes):
             if target is None or g is None:
                 continue
-            if g.shape != shape:
+            if g._data.shape != shape:
                 raise ShapeError(
                     f"{node.op.name} backward produced a gradient of shape {g.shape} for "
                     f"an input of shape {shape} (a bug in the op's backward)")
-            self.deliver(target, g)
+            if target.__class__ is Node:  # deliver(target, g), inlined: the common case
+                prev = grads.get(target)
+                if prev is not None:
+                    g = prev + g
+                grads[target] = g
+                held[id(g)] = weakref.ref(g)
+            else:
+                self.deliver(target, g)
         if not retain_graph and (node.saved or node.out_data is not None):
             node.saved = ()
             node.out_data = None

@@ -113,10 +113,17 @@ class Module:
             object.__setattr__(self, name, value)
 
     def __getattr__(self, name: str):
-        for table in ("_parameters", "_buffers", "_modules"):
-            entries = self.__dict__.get(table)
-            if entries is not None and name in entries:
-                return entries[name]
+        # only reached when ordinary lookup fails: a forward's self.weight or self.conv1
+        d = self.__dict__
+        entries = d.get("_parameters")
+        if entries is not None and name in entries:
+            return entries[name]
+        entries = d.get("_buffers")
+        if entries is not None and name in entries:
+            return entries[name]
+        entries = d.get("_modules")
+        if entries is not None and name in entries:
+            return entries[name]
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def __delattr__(self, name: str) -> None:

@@ -35,26 +35,43 @@ class _BatchNorm(Module):
             self.running_mean = self.running_var = self.num_batches_tracked = None
 
     def forward(self, input: Tensor) -> Tensor:
-        if input.ndim not in self.expected_dims:
+        shape = input._data.shape
+        if len(shape) not in self.expected_dims:
             dims = " or ".join(map(str, self.expected_dims))
             raise ShapeError(f"{type(self).__name__}: expected a {dims}-D input, got shape "
                              f"{input.shape}")
-        if input.shape[1] != self.num_features:
+        if shape[1] != self.num_features:
             raise ShapeError(f"{type(self).__name__}: expected {self.num_features} channels "
                              f"(dim 1), got input of shape {input.shape}")
-        use_batch = self.training or self.running_mean is None
+        params, buffers = self._parameters, self._buffers  # one lookup each, not per name
+        running_mean, tracked = buffers.get("running_mean"), buffers.get("num_batches_tracked")
+        use_batch = self.training or running_mean is None
         momentum = self.momentum
-        if self.training and self.num_batches_tracked is not None:
-            with no_grad():
-                self.num_batches_tracked.add_(1)
+        if self.training and tracked is not None:
+            _increment(tracked)
             if momentum is None:  # PyTorch: the cumulative average of every batch so far
-                momentum = 1.0 / self.num_batches_tracked.item()
-        return batch_norm(input, self.running_mean, self.running_var, self.weight, self.bias,
-                          use_batch, 0.0 if momentum is None else momentum, self.eps)
+                momentum = 1.0 / tracked.item()
+        return batch_norm(input, running_mean, buffers.get("running_var"),
+                          params.get("weight"), params.get("bias"), use_batch,
+                          0.0 if momentum is None else momentum, self.eps)
 
     def extra_repr(self) -> str:
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
                 f"affine={self.affine}, track_running_stats={self.track_running_stats}")
+
+
+def _increment(counter: Tensor) -> None:
+    """counter += 1, in place, outside the graph: for a plain tensor (no view, not viewed)
+    the backend calls of `add_(1)` (add the scalar, assign, bump the version) without its
+    checks and dispatch (the same bits: an integer or float tensor keeps its dtype)."""
+    if counter._view is None and counter._views is None and not counter._rg and \
+            counter._data.dtype.kind != "b":  # bool + 1 is int64: add_ raises
+        b = counter._backend
+        b.assign(counter._data, b.add(counter._data, 1))
+        counter._bump()
+        return
+    with no_grad():
+        counter.add_(1)
 
 
 class BatchNorm1d(_BatchNorm):

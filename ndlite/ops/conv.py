@@ -15,6 +15,7 @@ from ..amp_state import switch as amp
 from ..creation import zeros
 from ..dtypes import is_floating
 from ..errors import DTypeError, ShapeError
+from ..graph import mode
 from ..tensor import Tensor
 from . import samples
 from .autocast import autocast_inputs
@@ -25,6 +26,12 @@ from .registry import SCALED, Op, Spec, implements, register
 
 def pair(value, name: str, op: str) -> tuple:
     """An int or a pair of ints as an (h, w) pair."""
+    kind = value.__class__
+    if kind is int:  # the common cases first: no abc instance checks
+        return (value, value)
+    if kind is tuple and len(value) == 2 and value[0].__class__ is int and \
+            value[1].__class__ is int:
+        return value
     if isinstance(value, numbers.Integral) and not isinstance(value, bool):
         return (int(value), int(value))
     if isinstance(value, (tuple, list)) and len(value) == 2 and all(
@@ -63,15 +70,34 @@ class Conv2d(Op):
     @staticmethod
     def backward(node, grad):
         x, weight = node.saved[0], node.saved[1]
+        b = grad._backend
+        if not mode.enabled and not amp.on and x._backend is b and weight._backend is b:
+            return _first_order(node, grad._data, x, weight, b)
         p = _geometry(node.params)
         grads = [None] * len(node.next)
         if node.next[0] is not None:
-            grads[0] = conv2d_grad_input(grad, weight, x.shape, **p)
+            grads[0] = _grad_input(grad, weight, x.shape, p)
         if node.next[1] is not None:
-            grads[1] = conv2d_grad_weight(x, grad, weight.shape, **p)
+            grads[1] = _grad_weight(x, grad, weight.shape, p)
         if len(node.next) > 2 and node.next[2] is not None:
             grads[2] = grad.sum((0, 2, 3))
         return tuple(grads)
+
+
+def _first_order(node, g, x: Tensor, weight: Tensor, b) -> tuple:
+    """conv2d's gradients outside create_graph: the backend calls of the gradient ops
+    (conv2d_grad_input, conv2d_grad_weight, the bias's sum over (0, 2, 3)) on the buffers,
+    without a tensor op each."""
+    p = node.params
+    geometry = (p["stride"], p["padding"], p["dilation"], p["groups"])
+    grads = [None] * len(node.next)
+    if node.next[0] is not None:
+        grads[0] = Tensor._make(b.conv2d_grad_input(g, weight._data, x.shape, *geometry), b)
+    if node.next[1] is not None:
+        grads[1] = Tensor._make(b.conv2d_grad_weight(x._data, g, weight.shape, *geometry), b)
+    if len(node.next) > 2 and node.next[2] is not None:
+        grads[2] = Tensor._make(b.sum(g, (0, 2, 3), False), b)
+    return tuple(grads)
 
 
 @register
@@ -96,7 +122,7 @@ class Conv2dGradInput(Op):
         if node.next[0] is not None:  # <Gi(g, w), gg> = <C(gg, w), g>
             g_out = _apply(Conv2d, [grad, weight], p)
         if node.next[1] is not None:  # ... = <w, Gw(gg, g)>
-            g_w = conv2d_grad_weight(grad, grad_output, weight.shape, **p)
+            g_w = _grad_weight(grad, grad_output, weight.shape, p)
         return g_out, g_w
 
 
@@ -120,10 +146,21 @@ class Conv2dGradWeight(Op):
         p = _geometry(node.params)
         g_x = g_out = None
         if node.next[0] is not None:  # <Gw(x, g), gw> = <x, Gi(g, gw)>
-            g_x = conv2d_grad_input(grad_output, grad, x.shape, **p)
+            g_x = _grad_input(grad_output, grad, x.shape, p)
         if node.next[1] is not None:  # ... = <C(x, gw), g>
             g_out = _apply(Conv2d, [x, grad], p)
         return g_x, g_out
+
+
+def _grad_input(grad_output: Tensor, weight: Tensor, input_shape: tuple, geometry: dict):
+    """conv2d_grad_input with a geometry already checked (a node's params): backward passes
+    skip the public function's checks."""
+    return nary(Conv2dGradInput, [grad_output, weight], input_shape=input_shape, **geometry)
+
+
+def _grad_weight(x: Tensor, grad_output: Tensor, weight_shape: tuple, geometry: dict):
+    """conv2d_grad_weight with a geometry already checked (see _grad_input)."""
+    return nary(Conv2dGradWeight, [x, grad_output], weight_shape=weight_shape, **geometry)
 
 
 @implements(Conv2dGradInput)
@@ -210,11 +247,43 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
                       groups).squeeze(0)
     check_ranks(op, input, weight, 2, "out_channels, in_channels / groups, kh, kw")
     tensors = [input, weight] + ([bias] if bias is not None else [])
+    dtype = input._data.dtype
     for t in tensors:
-        if not is_floating(t.dtype) or t.dtype != input.dtype:
+        if not is_floating(t._data.dtype) or t._data.dtype != dtype:
             raise DTypeError(f"{op}: input, weight and bias must share one floating dtype, got "
                              f"{[str(t.dtype) for t in tensors]}")
-    if not isinstance(groups, numbers.Integral) or groups <= 0:
+    key = (input._data.shape, weight._data.shape, None if bias is None else bias._data.shape,
+           stride, padding, dilation, groups)
+    params = _GEOMETRY.get(key) if _plain(stride, padding, dilation, groups) else None
+    if params is None:
+        params = _geometry_of(input, weight, bias, stride, padding, dilation, groups)
+        if params.__class__ is not dict:  # asymmetric 'same' padding or an empty operand
+            return params
+        if _plain(stride, padding, dilation, groups) and len(_GEOMETRY) < 1024:
+            _GEOMETRY[key] = params
+    return nary(Conv2d, tensors, **params)
+
+
+#: conv2d's checked geometry per (shapes, stride, padding, dilation, groups), for arguments of
+#: plain ints (a training step convolves the same shapes every time; errors are not cached)
+_GEOMETRY: dict = {}
+
+
+def _plain(stride, padding, dilation, groups) -> bool:
+    for v in (stride, padding, dilation):
+        kind = v.__class__
+        if not (kind is int or kind is str or kind is tuple and len(v) == 2 and
+                v[0].__class__ is int and v[1].__class__ is int):
+            return False
+    return groups.__class__ is int
+
+
+def _geometry_of(input, weight, bias, stride, padding, dilation, groups):
+    """conv2d's params (stride, padding, dilation, groups) after its checks, or the result
+    itself where the geometry needs more than one convolution (asymmetric 'same' padding,
+    empty operands)."""
+    op = "conv2d"
+    if (groups.__class__ is not int and not isinstance(groups, numbers.Integral)) or groups <= 0:
         raise ValueError(f"{op}: groups must be a positive integer, got {groups!r}")
     stride = positive(pair(stride, "stride", op), "stride", op)
     dilation = positive(pair(dilation, "dilation", op), "dilation", op)
@@ -230,9 +299,8 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
         raise ShapeError(f"{op}: bias must have shape ({o},), got {bias.shape}")
     widths = _padding_widths(padding, stride, dilation, (kh, kw), op)
     if any(lo != hi for lo, hi in widths):  # asymmetric 'same': pad explicitly first
-        input = pad(input, (widths[1][0], widths[1][1], widths[0][0], widths[0][1]))
-        widths = [(0, 0), (0, 0)]
-        h, w = input.shape[2], input.shape[3]
+        padded = pad(input, (widths[1][0], widths[1][1], widths[0][0], widths[0][1]))
+        return conv2d(padded, weight, bias, stride, 0, dilation, groups)
     padded = (h + 2 * widths[0][0], w + 2 * widths[1][0])
     span = (dilation[0] * (kh - 1) + 1, dilation[1] * (kw - 1) + 1)
     if span[0] > padded[0] or span[1] > padded[1]:
@@ -240,9 +308,8 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
                          f"larger than the padded input {padded} (input shape {input.shape})")
     if input.numel() == 0 or weight.numel() == 0:
         return _empty_conv(input, weight, bias, padded, span, stride)
-    params = dict(stride=stride, padding=(widths[0][0], widths[1][0]), dilation=dilation,
-                  groups=int(groups))
-    return _apply(Conv2d, [input] + tensors[1:], params)
+    return dict(stride=stride, padding=(widths[0][0], widths[1][0]), dilation=dilation,
+                groups=int(groups))
 
 
 def _empty_conv(input: Tensor, weight: Tensor, bias, padded, span, stride) -> Tensor:

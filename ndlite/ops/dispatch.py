@@ -18,7 +18,14 @@ import numpy as np
 
 from ..amp_state import switch as amp
 from ..creation import tensor
-from ..dtypes import bool_, default_float, is_floating, promote_operands, scalar_dtype
+from ..dtypes import (
+    FLOATING,
+    bool_,
+    default_float,
+    is_floating,
+    promote_operands,
+    scalar_dtype,
+)
 from ..errors import DeviceMismatchError, DTypeError, ShapeError
 from ..graph import attach, mode, record
 from ..tensor import Tensor
@@ -27,6 +34,7 @@ from .cast import astype
 
 _make = Tensor._make
 _SCALARS = (int, float, bool)
+_FLOATS = frozenset(FLOATING)  # what the "float" rule leaves as it is
 
 
 @lru_cache(maxsize=4096)
@@ -102,7 +110,9 @@ def unary(op, x: Tensor, **params) -> Tensor:
     if amp.on:
         x = autocast_inputs(op, (x,))[0]
     dtype = x._data.dtype
-    if op.dtype_rule is not None:
+    rule = op.dtype_rule
+    if rule is not None and not (rule == "no_bool" and dtype is not bool_ or
+                                 rule == "float" and dtype in _FLOATS):
         want = _dtype_rule(op, dtype, op.name)
         if want is not dtype:
             x = cast(x, want)
@@ -169,11 +179,14 @@ def nary(op, tensors, **params) -> Tensor:
     if amp.on:
         tensors = autocast_inputs(op, tuple(tensors))
     backend = tensors[0]._backend
+    buffers, grads = [], False
     for t in tensors:
         if t._backend is not backend:
             check_same_backend(op.name, *tensors)
-    out = _make(op.forward(backend, *[t._data for t in tensors], **params), backend)
-    if mode.enabled and op.differentiable and any(t._rg for t in tensors):
+        buffers.append(t._data)
+        grads = grads or t._rg
+    out = _make(op.forward(backend, *buffers, **params), backend)
+    if grads and mode.enabled and op.differentiable:
         record(op, tuple(tensors), out, params or None)
     return out
 

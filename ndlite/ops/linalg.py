@@ -205,20 +205,21 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if amp.on:
         x, weight, bias = autocast_inputs(Linear, (x, weight, bias))
     tensors = [x, weight] if bias is None else [x, weight, bias]
-    if weight.ndim != 2:
+    xs, ws = x._data.shape, weight._data.shape
+    if len(ws) != 2:
         raise ShapeError(f"linear: weight must be 2-D (out_features, in_features), got "
                          f"{weight.shape}")
-    if x.ndim == 0 or x.shape[-1] != weight.shape[1]:
+    if not xs or xs[-1] != ws[1]:
         raise ShapeError(f"linear: input of shape {x.shape} does not fit weight of shape "
                          f"{weight.shape}: {x.shape[-1] if x.ndim else 'no'} != {weight.shape[1]}")
-    if bias is not None and bias.shape != (weight.shape[0],):
+    if bias is not None and bias._data.shape != (ws[0],):
         raise ShapeError(f"linear: bias must have shape ({weight.shape[0]},), got {bias.shape}")
-    dtype = x.dtype
-    for t in tensors:
-        if t.dtype != dtype or not is_floating(t.dtype):
-            raise DTypeError(f"linear: input, weight and bias must share one floating dtype, "
-                             f"got {[str(t.dtype) for t in tensors]}")
-    if x.ndim == 1:
+    dtype = x._data.dtype
+    if not is_floating(dtype) or weight._data.dtype != dtype or \
+            (bias is not None and bias._data.dtype != dtype):
+        raise DTypeError(f"linear: input, weight and bias must share one floating dtype, "
+                         f"got {[str(t.dtype) for t in tensors]}")
+    if len(xs) == 1:
         return linear(x.unsqueeze(0), weight, bias).squeeze(0)
     return nary(Linear, tensors)
 

@@ -262,6 +262,22 @@ class Expand(Op):
 def expand(x: Tensor, *sizes) -> Tensor:
     """A broadcast view: size-1 dims repeated to `sizes` (-1 keeps a size); new dims lead."""
     sizes = _sizes(sizes, "expand")
+    source = x._data.shape
+    shape = _EXPANDED.get((source, sizes))
+    if shape is None:
+        shape = _expanded(x, sizes)
+        if len(_EXPANDED) < 4096:
+            _EXPANDED[(source, sizes)] = shape
+    if shape == source:
+        return share_version(unary(Reshape, x, shape=shape), x, ("reshape", shape))
+    return share_version(unary(Expand, x, shape=shape), x, ("expand", shape))
+
+
+#: expand's checked target shape per (shape, sizes): sizes are plain ints after _sizes
+_EXPANDED: dict = {}
+
+
+def _expanded(x: Tensor, sizes: tuple) -> tuple:
     if len(sizes) < x.ndim:
         raise ShapeError(f"expand: the number of sizes ({len(sizes)}) must be at least the "
                          f"number of dims ({x.ndim}) of shape {x.shape}")
@@ -280,10 +296,7 @@ def expand(x: Tensor, *sizes) -> Tensor:
         if n < 0:
             raise ShapeError(f"expand: invalid size {n} in {sizes}")
         shape.append(n)
-    shape = tuple(shape)
-    if shape == x.shape:
-        return share_version(unary(Reshape, x, shape=shape), x, ("reshape", shape))
-    return share_version(unary(Expand, x, shape=shape), x, ("expand", shape))
+    return tuple(shape)
 
 
 def broadcast_to(x: Tensor, shape) -> Tensor:

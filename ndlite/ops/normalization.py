@@ -78,8 +78,12 @@ def _batch_norm_backward(grad, x, weight, p):
 
 
 def _fusable(x: Tensor, *affine) -> bool:
-    return all(t is None or (isinstance(t, Tensor) and t.dtype == x.dtype
-                             and t._backend is x._backend) for t in affine)
+    dtype, b = x._data.dtype, x._backend
+    for t in affine:
+        if t is not None and not (isinstance(t, Tensor) and t._data.dtype == dtype
+                                  and t._backend is b):
+            return False
+    return True
 
 
 def _fused(x: Tensor, weight, bias, eps: float):
@@ -109,15 +113,16 @@ def _composed(x: Tensor, weight, bias, eps: float):
 
 
 def _check(op: str, input: Tensor, tensors) -> None:
-    if input.ndim < 2:
+    shape = input._data.shape
+    if len(shape) < 2:
         raise ShapeError(f"{op}: expected an input of at least 2 dims (N, C, ...), got shape "
                          f"{input.shape}")
-    if not is_floating(input.dtype):
+    if not is_floating(input._data.dtype):
         raise DTypeError(f"{op}: expected a floating input, got {input.dtype}")
-    c = input.shape[1]
+    c = (shape[1],)
     for name, t in tensors:
-        if t is not None and t.shape != (c,):
-            raise ShapeError(f"{op}: {name} must have shape ({c},) for an input of shape "
+        if t is not None and t.shape != c:
+            raise ShapeError(f"{op}: {name} must have shape ({c[0]},) for an input of shape "
                              f"{input.shape}, got {t.shape}")
 
 
@@ -164,8 +169,9 @@ def _update(running_mean: Tensor, running_var: Tensor, mean: Tensor, var: Tensor
     one backend call (batch_norm_update) for plain buffers on the input's backend, tensor ops
     for views and the rest; the same float operations either way."""
     b = mean._backend
-    if all(t._backend is b and t._view is None for t in (running_mean, running_var)) \
-            and is_floating(running_mean.dtype) and is_floating(running_var.dtype):
+    if running_mean._backend is b and running_var._backend is b and running_mean._view is None \
+            and running_var._view is None and is_floating(running_mean._data.dtype) \
+            and is_floating(running_var._data.dtype):
         b.batch_norm_update(running_mean._data, running_var._data, mean._data, var._data,
                             momentum, count)
         running_mean._bump()

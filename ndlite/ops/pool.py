@@ -13,10 +13,12 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..amp_state import switch as amp
 from ..creation import tensor
 from ..device.fallbacks import empty_windows, pool_output_size
 from ..dtypes import is_floating
 from ..errors import DTypeError, ShapeError
+from ..graph import mode
 from ..tensor import Tensor
 from . import samples
 from .conv import pair, positive
@@ -94,6 +96,11 @@ class MaxPool2d(Op):
     @staticmethod
     def backward(node, grad):
         p = node.params
+        if not mode.enabled and not amp.on:  # first order: the backend call on the buffers
+            b = grad._backend
+            return Tensor._make(b.max_pool2d_grad(
+                grad._data, p["indices"]._data, node.shapes[0], p["kernel_size"], p["stride"],
+                p["padding"], p["dilation"], p["ceil_mode"]), b)
         return _max_pool_grad(grad, p["indices"], node.shapes[0], p)
 
 
@@ -278,9 +285,26 @@ def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
               w if output_size[1] is None else output_size[1])
     if oh <= 0 or ow <= 0:
         raise ShapeError(f"adaptive_avg_pool2d: output size must be positive, got {(oh, ow)}")
-    rows = tensor(_averaging_matrix(h, oh), dtype=input.dtype, backend=input.backend)
-    cols = tensor(_averaging_matrix(w, ow).T, dtype=input.dtype, backend=input.backend)
+    rows = _averaging(h, oh, False, input.dtype, input._backend)
+    cols = _averaging(w, ow, True, input.dtype, input._backend)
     return rows @ input @ cols
+
+
+_AVERAGING: dict = {}  # (size, out, transposed, dtype, backend) -> constant tensor
+
+
+def _averaging(size: int, out: int, transposed: bool, dtype, backend) -> Tensor:
+    """The averaging matrix (transposed for the columns) as a tensor on `backend`, made once:
+    a constant that nothing writes, so a training step does not copy it to the device each
+    time."""
+    key = (size, out, transposed, dtype, backend)
+    t = _AVERAGING.get(key)
+    if t is None:
+        m = _averaging_matrix(size, out)
+        t = tensor(m.T if transposed else m, dtype=dtype, backend=backend)
+        if len(_AVERAGING) < 256:
+            _AVERAGING[key] = t
+    return t
 
 
 declare("adaptive_avg_pool2d", Spec(samples.ADAPTIVE_POOL2D), adaptive_avg_pool2d)

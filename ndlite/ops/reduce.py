@@ -40,10 +40,26 @@ MinResult = namedtuple("min", ["values", "indices"])
 _ALL_AXES = [tuple(range(n)) for n in range(33)]
 
 
+_AXES: dict = {}  # (dim, ndim) -> axes, for dims of plain ints (errors are never cached)
+
+
 def axes_of(dim, ndim: int, op: str) -> tuple:
     """`dim` (None, an int, a sequence) as a sorted tuple of non-negative axes."""
     if dim is None:
         return _ALL_AXES[ndim]
+    kind = dim.__class__
+    if kind is int or (kind is tuple and builtins.all(d.__class__ is int for d in dim)):
+        key = (dim, ndim)
+        axes = _AXES.get(key)
+        if axes is None:
+            axes = _axes_of(dim, ndim, op)
+            if len(_AXES) < 4096:
+                _AXES[key] = axes
+        return axes
+    return _axes_of(dim, ndim, op)
+
+
+def _axes_of(dim, ndim: int, op: str) -> tuple:
     dims = (dim,) if isinstance(dim, int) else tuple(dim)
     axes = tuple(sorted({_dim(d, ndim, op) for d in dims}))  # a 0-d tensor takes 0 or -1
     if not ndim:

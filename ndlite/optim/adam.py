@@ -29,14 +29,28 @@ class Adam(Optimizer):
                                       weight_decay=weight_decay, amsgrad=amsgrad))
 
     def update(self, param, grad, state, group):
-        exp_avg = self.buffer(state, "exp_avg", param).buffer
-        exp_avg_sq = self.buffer(state, "exp_avg_sq", param).buffer
-        vmax = self.buffer(state, "max_exp_avg_sq", param).buffer if group["amsgrad"] else None
-        state["step"] = step = state.get("step", 0) + 1
-        beta1, beta2 = group["betas"]
-        param.backend.adam_step(param.buffer, grad.buffer, exp_avg, exp_avg_sq, vmax, step,
-                                 group["lr"], beta1, beta2, group["eps"], group["weight_decay"],
-                                 self.decoupled)
+        Adam._bind(self, group)(param, grad, state)
+
+    def group_update(self, group):
+        if type(self).update is not Adam.update:  # a subclass's own update
+            return super().group_update(group)
+        return Adam._bind(self, group)
+
+    def _bind(self, group):
+        """The fused step of one parameter with `group`'s settings bound."""
+        lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
+        weight_decay, amsgrad, decoupled = group["weight_decay"], group["amsgrad"], self.decoupled
+        buffer = self.buffer
+
+        def update(param, grad, state):
+            exp_avg = buffer(state, "exp_avg", param)._data
+            exp_avg_sq = buffer(state, "exp_avg_sq", param)._data
+            vmax = buffer(state, "max_exp_avg_sq", param)._data if amsgrad else None
+            state["step"] = step = state.get("step", 0) + 1
+            param._backend.adam_step(param._data, grad._data, exp_avg, exp_avg_sq, vmax, step,
+                                     lr, beta1, beta2, eps, weight_decay, decoupled)
+
+        return update
 
 
 class AdamW(Adam):

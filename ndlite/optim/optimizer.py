@@ -55,11 +55,14 @@ class Optimizer:
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Forget the gradients (None, or zeros with set_to_none=False)."""
+        if set_to_none:
+            for group in self.param_groups:
+                for p in group["params"]:
+                    p.grad = None
+            return
         for group in self.param_groups:
             for p in group["params"]:
-                if set_to_none:
-                    p.grad = None
-                elif p.grad is not None:
+                if p.grad is not None:
                     p.grad = Tensor._make(p.backend.full(p.shape, 0, p.dtype), p.backend)
 
     def step(self, closure=None):
@@ -69,27 +72,39 @@ class Optimizer:
             with graph.enable_grad():
                 loss = closure()
         with graph.no_grad():
+            state = self.state
             for group in self.param_groups:
+                # the group's settings read once per step, not once per parameter
+                update = self.group_update(group)
                 for p in group["params"]:
-                    if p.grad is None:
-                        continue
                     grad = p.grad
-                    if grad.backend is not p.backend or grad.dtype != p.dtype:
-                        grad = grad.to(p.backend, p.dtype)
-                    self.update(p, grad, self.state.setdefault(id(p), {}), group)
+                    if grad is None:
+                        continue
+                    if grad._backend is not p._backend or grad._data.dtype != p._data.dtype:
+                        grad = grad.to(p._backend, p._data.dtype)
+                    entry = state.get(id(p))
+                    if entry is None:
+                        entry = state[id(p)] = {}
+                    update(p, grad, entry)
                     p._bump()
         return loss
 
     def update(self, param: Tensor, grad: Tensor, state: dict, group: dict) -> None:
         raise NotImplementedError
 
+    def group_update(self, group: dict):
+        """`update` for the parameters of `group`, as a function (param, grad, state): step
+        calls it once per group; optimizers with fused steps bind the group's settings."""
+        update = self.update
+        return lambda param, grad, state: update(param, grad, state, group)
+
     @staticmethod
     def buffer(state: dict, name: str, like: Tensor) -> Tensor:
         """The state tensor `name`, created as zeros like `like` on first use."""
         t = state.get(name)
         if t is None:
-            t = state[name] = Tensor._make(like.backend.full(like.shape, 0, like.dtype),
-                                           like.backend)
+            b = like._backend
+            t = state[name] = Tensor._make(b.full(like.shape, 0, like.dtype), b)
         return t
 
     # ---- state dicts -------------------------------------------------------------------------

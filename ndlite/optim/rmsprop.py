@@ -25,11 +25,24 @@ class RMSprop(Optimizer):
                                       momentum=momentum, centered=centered))
 
     def update(self, param, grad, state, group):
-        square_avg = self.buffer(state, "square_avg", param).buffer
-        grad_avg = self.buffer(state, "grad_avg", param).buffer if group["centered"] else None
-        buf = self.buffer(state, "momentum_buffer", param).buffer if group["momentum"] > 0 \
-            else None
-        state["step"] = state.get("step", 0) + 1
-        param.backend.rmsprop_step(param.buffer, grad.buffer, square_avg, grad_avg, buf,
-                                    group["lr"], group["alpha"], group["eps"],
-                                    group["momentum"], group["weight_decay"])
+        RMSprop._bind(self, group)(param, grad, state)
+
+    def group_update(self, group):
+        if type(self).update is not RMSprop.update:  # a subclass's own update
+            return super().group_update(group)
+        return RMSprop._bind(self, group)
+
+    def _bind(self, group):
+        """The fused step of one parameter with `group`'s settings bound."""
+        lr, alpha, eps, momentum = group["lr"], group["alpha"], group["eps"], group["momentum"]
+        weight_decay, centered, buffer = group["weight_decay"], group["centered"], self.buffer
+
+        def update(param, grad, state):
+            square_avg = buffer(state, "square_avg", param)._data
+            grad_avg = buffer(state, "grad_avg", param)._data if centered else None
+            buf = buffer(state, "momentum_buffer", param)._data if momentum > 0 else None
+            state["step"] = state.get("step", 0) + 1
+            param._backend.rmsprop_step(param._data, grad._data, square_avg, grad_avg, buf, lr,
+                                        alpha, eps, momentum, weight_decay)
+
+        return update

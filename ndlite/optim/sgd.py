@@ -28,12 +28,24 @@ class SGD(Optimizer):
                                       weight_decay=weight_decay, nesterov=nesterov))
 
     def update(self, param, grad, state, group):
-        momentum = group["momentum"]
-        buf = None
-        first = False
-        if momentum:
-            first = "momentum_buffer" not in state
-            buf = self.buffer(state, "momentum_buffer", param).buffer
-        param.backend.sgd_step(param.buffer, grad.buffer, buf, group["lr"], momentum,
-                                group["dampening"], group["nesterov"], group["weight_decay"],
-                                first)
+        SGD._bind(self, group)(param, grad, state)
+
+    def group_update(self, group):
+        if type(self).update is not SGD.update:  # a subclass's own update
+            return super().group_update(group)
+        return SGD._bind(self, group)
+
+    def _bind(self, group):
+        """The fused step of one parameter with `group`'s settings bound."""
+        lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
+        nesterov, weight_decay, buffer = group["nesterov"], group["weight_decay"], self.buffer
+
+        def update(param, grad, state):
+            buf, first = None, False
+            if momentum:
+                first = "momentum_buffer" not in state
+                buf = buffer(state, "momentum_buffer", param)._data
+            param._backend.sgd_step(param._data, grad._data, buf, lr, momentum, dampening,
+                                    nesterov, weight_decay, first)
+
+        return update
