@@ -115,7 +115,8 @@ def _pin_fp32_matmul() -> None:
 
 #: primitives that are the backend's own kernels (kernels/), bound as instance attributes
 _KERNEL_PRIMITIVES = ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne",
-                      "lt", "le", "gt", "ge", "relu", "sigmoid", "erf", "gelu", "gelu_grad")
+                      "lt", "le", "gt", "ge", "relu", "sigmoid", "erf", "gelu", "gelu_grad",
+                      "relu_grad", "add_scalar_inplace")
 
 #: every primitive and fast path of the contract (what runs on a device)
 _PRIMITIVES = tuple(sorted({
@@ -265,7 +266,6 @@ class CupyBackend(XpBackend):
         cupy.copyto(dst, src, casting="unsafe")
 
     # ---- linear algebra ----------------------------------------------------------------------
-
     def math(self, name, x):
         if name == "erfc":  # CuPy keeps the special functions in cupyx
             from cupyx.scipy import special
@@ -290,9 +290,9 @@ class CupyBackend(XpBackend):
     def sum(self, x, axes, keepdims):
         if not axes:  # NumPy reduces nothing, but sums bool and int32 to int64 all the same
             return x.astype(np.int64) if x.dtype.kind in "biu" else x.copy()
-        k = self._columns.leading(x, axes)
-        if k:  # over leading axes (bias gradients): blocked kernels, in double
-            return self._columns.column_sum(x, k, keepdims)
+        out = self._columns.blocked_sum(x, axes, keepdims)  # bias gradients: in double
+        if out is not None:
+            return out
         if x.dtype == np.float32:  # accumulate in float64: accurate along any axis
             return x.sum(axis=axes, keepdims=keepdims, dtype=np.float64).astype(np.float32)
         return x.sum(axis=axes, keepdims=keepdims)

@@ -29,9 +29,9 @@ CONTRACTIONS = (
 #: reductions that select: NumPy's float16 max/min loops keep the other one of a tie of
 #: -0.0 and 0.0 than its float32/float64 loops (the contract's bits)
 SELECTIONS = ("max", "min")
-#: fused optimizer steps: they update their buffers in place, so the float32 results are
-#: written back, rounded once, into the half buffers
-IN_PLACE = ("sgd_step", "rmsprop_step", "adam_step")
+#: fused optimizer steps and the in-place scalar add: they update their buffers in place, so
+#: the float32 results are written back, rounded once, into the half buffers
+IN_PLACE = ("sgd_step", "rmsprop_step", "adam_step", "add_scalar_inplace")
 #: results that stay float32, as PyTorch keeps them: layer norm's mean and rstd, batch norm's
 #: mean, invstd and var
 KEEP_FLOAT32 = {"layer_norm": (1, 2), "batch_norm": (1, 2, 3)}

@@ -10,8 +10,8 @@ The methods fall in four tables, listed explicitly below (tests check that they 
 - DERIVED: primitives composed *exactly* from the required ones in this class (`gt(a, b)` is
   `lt(b, a)`); a backend overrides one only to be faster, and its override gives the same bits;
 - FAST_PATHS: neural-network and optimizer ops whose fallbacks (fallbacks.py and, for the
-  transformer ones, transformer_fallbacks.py, for batch norm norm_fallbacks.py; also their
-  specification) are slow compositions;
+  transformer ones, transformer_fallbacks.py, for batch norm norm_fallbacks.py, for small
+  step ops step_fallbacks.py; also their specification) are slow compositions;
   an override agrees within the tolerance policy (bitwise for selections such as max-pool
   indices), and is itself bitwise reproducible;
 - CAPABILITIES: what a backend can do beyond computing (wait for its queue, report memory, defer
@@ -38,6 +38,7 @@ import numpy as np
 
 from . import fallbacks, hostmath, special
 from . import norm_fallbacks as nfb
+from . import step_fallbacks as sfb
 from . import transformer_fallbacks as tfb
 
 Buffer = Any  # a backend's native array
@@ -65,7 +66,7 @@ FAST_PATHS = (
     "sgd_step", "rmsprop_step", "adam_step", "math", "math2", "argsort", "cumulative",
     "embedding_grad", "layer_norm", "layer_norm_grad", "causal_softmax", "causal_softmax_grad",
     "dropout_mask", "dropout", "linear", "gelu", "gelu_grad", "batch_norm", "batch_norm_grad",
-    "batch_norm_update",
+    "batch_norm_update", "relu_grad", "add_scalar_inplace",
 )
 #: queries and abilities beyond computing, with defaults that do nothing
 CAPABILITIES = ("device_name", "info", "memory_in_use", "synchronize", "defer_host_check",
@@ -74,7 +75,7 @@ CAPABILITIES = ("device_name", "info", "memory_in_use", "synchronize", "defer_ho
 OPTIONAL = DERIVED + FAST_PATHS + CAPABILITIES
 
 
-class Backend(tfb.TransformerPaths, nfb.NormPaths):
+class Backend(tfb.TransformerPaths, nfb.NormPaths, sfb.StepPaths):
     """Base class of every backend. Subclasses set `kind` and implement REQUIRED.
 
     Example (the NumPy backend, the reference):

@@ -62,12 +62,11 @@ class _BatchNorm(Module):
 
 def _increment(counter: Tensor) -> None:
     """counter += 1, in place, outside the graph: for a plain tensor (no view, not viewed)
-    the backend calls of `add_(1)` (add the scalar, assign, bump the version) without its
-    checks and dispatch (the same bits: an integer or float tensor keeps its dtype)."""
+    one backend call (protocol add_scalar_inplace: bitwise add_(1)'s add and assign) and the
+    version bump, without add_'s checks and dispatch (an integer or float keeps its dtype)."""
     if counter._view is None and counter._views is None and not counter._rg and \
             counter._data.dtype.kind != "b":  # bool + 1 is int64: add_ raises
-        b = counter._backend
-        b.assign(counter._data, b.add(counter._data, 1))
+        counter._backend.add_scalar_inplace(counter._data, 1)
         counter._bump()
         return
     with no_grad():

@@ -32,9 +32,10 @@ def _relu_grad(node, grad):
     # relu'(0) = 0: the gradient passes only where the output is positive
     out = node.output()
     if not mode.enabled and out._backend is grad._backend:
-        # first order: the same two backend calls on the buffers, without two tensor ops
+        # first order: one backend call on the buffers (protocol relu_grad: bitwise the
+        # where(out > 0, grad, 0) below), without two tensor ops
         b = grad._backend
-        return Tensor._make(b.where(b.gt(out._data, 0), grad._data, 0.0), b)
+        return Tensor._make(b.relu_grad(grad._data, out._data), b)
     return where(out > 0, grad, 0.0)
 
 

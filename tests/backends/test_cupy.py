@@ -286,7 +286,11 @@ def test_batched_products_of_views_read_them_in_place(case, dtype, monkeypatch):
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("shape, axes", [((16384, 1536), (0,)), ((64, 256, 384), (0, 1)),
                                          ((300, 7), (0,)), ((256, 1), (0,)),
-                                         ((100000, 3), (0,)), ((512, 2, 3), (0,))])
+                                         ((100000, 3), (0,)), ((512, 2, 3), (0,)),
+                                         # a conv bias gradient: every axis but 1
+                                         ((128, 32, 24, 24), (0, 2, 3)), ((2, 3, 5), (0, 2)),
+                                         ((4, 64, 7, 7), (3, 0, 2)), ((1, 1, 1, 1), (0, 2, 3)),
+                                         ((3, 5, 2, 40000), (0, 2, 3))])
 def test_sums_over_leading_axes_are_accurate_and_repeat_bitwise(dtype, shape, axes):
     r = rng()
     x = (r.standard_normal(shape) * 10 + 3).astype(dtype)

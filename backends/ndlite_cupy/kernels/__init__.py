@@ -103,6 +103,10 @@ class Kernels:
         self.max = extremum("ndl_later_max(a, b)", "ndlite_max")
         self.min = extremum("ndl_later_min(a, b)", "ndlite_min")
         self.relu = elementwise("T x", "T y", "y = ndl_relu(x)", "ndlite_relu", activations)
+        # step_fallbacks.py: where(out > 0, grad, 0), and x += value, each one launch
+        self.relu_grad = elementwise("T g, T out", "T y", "y = out > T(0) ? g : T(0)",
+                                     "ndlite_relu_grad")
+        self._add_inplace = elementwise("T v", "T x", "x = x + v", "ndlite_add_inplace")
         self.sigmoid = elementwise("T x", "T y", "y = ndl_sigmoid(x)", "ndlite_sigmoid",
                                    activations)
         self.erf = elementwise("T x", "T y", "y = erf(x)", "ndlite_erf")  # CUDA's libm erf
@@ -133,6 +137,9 @@ class Kernels:
         self.put_last = elementwise(
             "raw int64 keys, raw T values, int64 n", "raw T dst",
             "ndl_put_last(keys, values, dst, i, n)", "ndlite_put_last", indexing)
+
+    def add_scalar_inplace(self, x, value):
+        self._add_inplace(x.dtype.type(value), x)
 
     # the contract's gelu fast paths (one pass each; approximate is "none" or "tanh")
     def gelu(self, x, approximate):
@@ -195,8 +202,8 @@ RAW_KERNELS = {
     "loss": (("ndl_log_softmax", "ndl_nll_loss", "ndl_nll_count", "ndl_nll_loss_grad"),
              ("ndl_log_softmax", "ndl_nll_loss_grad")),
     "optim": (("ndl_sgd_step", "ndl_rmsprop_step", "ndl_adam_step"), ()),
-    "columns": (("ndl_column_partial", "ndl_column_finish"),
-                ("ndl_column_partial", "ndl_column_finish")),
+    "columns": (("ndl_column_partial", "ndl_column_finish", "ndl_channel_partial"),
+                ("ndl_column_partial", "ndl_column_finish", "ndl_channel_partial")),
 }
 
 #: threads per block of the raw kernels, and the most blocks a grid-stride launch uses

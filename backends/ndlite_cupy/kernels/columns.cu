@@ -29,3 +29,32 @@ __global__ void ndl_column_finish(const double* partial, T* out, I blocks, I D) 
     out[d] = static_cast<T>(acc);
   }
 }
+
+// Channel sums of a C-contiguous (N, C, S) array -- the sum over every axis but 1, a conv
+// layer's bias gradient -- in double: block blk = q * C + c sums chunk q (`per` values of
+// the N * S) of channel c, its threads striding along the contiguous runs, then a tree in
+// shared memory in a fixed order; ndl_column_finish adds each channel's chunks in order
+// (partial is (chunks, C)). No atomics: the same bits run to run.
+template <typename T, typename I>
+__global__ void ndl_channel_partial(const T* x, double* partial, I N, I C, I S, I per,
+                                    I chunks) {
+  __shared__ double part[256];
+  const I total = N * S;
+  for (I blk = blockIdx.x; blk < chunks * C; blk += gridDim.x) {
+    const I q = blk / C, c = blk - q * C;
+    const I end = (q + 1) * per < total ? (q + 1) * per : total;
+    double acc = 0.0;
+    for (I j = q * per + static_cast<I>(threadIdx.x); j < end; j += blockDim.x) {
+      const I n = j / S;
+      acc += static_cast<double>(x[(n * C + c) * S + (j - n * S)]);
+    }
+    part[threadIdx.x] = acc;
+    __syncthreads();
+    for (unsigned w = blockDim.x / 2; w > 0; w >>= 1) {
+      if (threadIdx.x < w) part[threadIdx.x] += part[threadIdx.x + w];
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) partial[blk] = part[0];
+    __syncthreads();
+  }
+}
