@@ -19,7 +19,7 @@ from ndlite.device import Backend, BackendUnavailableError, XpBackend
 from ndlite.device.halfmath import compute_in_float32, scalar_in_float32
 from ndlite.dtypes import HALF, is_floating
 
-from . import kernels, nn, norm, optim, scratch, threads
+from . import kernels, nn, norm, onednn, optim, scratch, threads
 
 
 def _array_ufunc(ufunc, arity: int):
@@ -154,7 +154,8 @@ class NumpyBackend(XpBackend):
 
     def info(self) -> dict:
         return {**super().info(), "numpy": np.__version__, "devices": [self.device_name()],
-                "threads": threads.describe(), "kernels": kernels.status()}
+                "threads": threads.describe(), "kernels": kernels.status(),
+                "onednn": onednn.status()}
 
     def erf(self, x):
         # math.erf is accurate to float64's last bit; NumPy has no erf ufunc
