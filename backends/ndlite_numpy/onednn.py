@@ -74,6 +74,7 @@ def _load():
         fn = getattr(lib, name)
         fn.restype, fn.argtypes = restype, argtypes
     gomp.omp_set_num_threads.argtypes = [ctypes.c_int]
+    gomp.omp_get_max_threads.restype = ctypes.c_int
     return lib, gomp, None
 
 
@@ -284,11 +285,14 @@ def _plan(kind, x_shape, w_shape, stride, padding, dilation, groups):
         if key in _cache:
             _cache[key] = plan = _cache.pop(key)  # most recently used last
             return plan
+    before = _gomp.omp_get_max_threads()
     _gomp.omp_set_num_threads(n_threads)  # a primitive is made for the count it will run at
     try:
         plan = _Conv(kind, x_shape, w_shape, stride, padding, dilation, groups)
     except DnnlError:
         plan = None
+    finally:
+        _gomp.omp_set_num_threads(before)
     with _cache_lock:
         _cache[key] = plan
         while len(_cache) > MAX_CACHED:
@@ -318,8 +322,14 @@ def _takes(*arrays) -> bool:
 
 def _run(plan, a, b, n_threads):
     with _run_lock:
+        # (libgomp's count is per calling thread and shared with others in the process, e.g.
+        # PyTorch's: set for the run, then given back)
+        before = _gomp.omp_get_max_threads()
         _gomp.omp_set_num_threads(n_threads)
-        return plan(np.ascontiguousarray(a), np.ascontiguousarray(b))
+        try:
+            return plan(np.ascontiguousarray(a), np.ascontiguousarray(b))
+        finally:
+            _gomp.omp_set_num_threads(before)
 
 
 def conv2d(x, weight, stride, padding, dilation, groups):
