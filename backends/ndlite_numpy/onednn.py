@@ -272,7 +272,7 @@ class _Conv:
         return out
 
 
-_run_lock = threading.Lock()  # a primitive's buffers and oneDNN's scratchpad: one run at a time
+_run_lock = threading.Lock()  # see _locked
 MAX_CACHED = 64
 
 
@@ -281,23 +281,38 @@ def _plan(kind, x_shape, w_shape, stride, padding, dilation, groups):
     n_threads = threads.total()
     key = (kind, tuple(x_shape), tuple(w_shape), tuple(stride), tuple(padding), tuple(dilation),
            groups, n_threads)
+    return _cached(key, lambda: _Conv(kind, x_shape, w_shape, stride, padding, dilation, groups),
+                   n_threads)
+
+
+def _cached(key, make, n_threads):
+    """The primitive of `key`, made by make() on first use (None if oneDNN declines it)."""
     with _cache_lock:
         if key in _cache:
             _cache[key] = plan = _cache.pop(key)  # most recently used last
             return plan
-    before = _gomp.omp_get_max_threads()
-    _gomp.omp_set_num_threads(n_threads)  # a primitive is made for the count it will run at
-    try:
-        plan = _Conv(kind, x_shape, w_shape, stride, padding, dilation, groups)
+    try:  # a primitive is made for the thread count it will run at
+        plan = _locked(n_threads, make)
     except DnnlError:
         plan = None
-    finally:
-        _gomp.omp_set_num_threads(before)
     with _cache_lock:
         _cache[key] = plan
         while len(_cache) > MAX_CACHED:
             _cache.pop(next(iter(_cache)))
     return plan
+
+
+def _locked(n_threads: int, fn):
+    """fn() with oneDNN's OpenMP threads at n_threads, one call at a time (a primitive's
+    buffers and oneDNN's scratchpad are shared). libgomp's count is per calling thread and
+    shared with other users in the process (PyTorch's): set for the call, then given back."""
+    with _run_lock:
+        before = _gomp.omp_get_max_threads()
+        _gomp.omp_set_num_threads(n_threads)
+        try:
+            return fn()
+        finally:
+            _gomp.omp_set_num_threads(before)
 
 
 _off = 0  # > 0 inside `disabled()`
@@ -321,15 +336,7 @@ def _takes(*arrays) -> bool:
 
 
 def _run(plan, a, b, n_threads):
-    with _run_lock:
-        # (libgomp's count is per calling thread and shared with others in the process, e.g.
-        # PyTorch's: set for the run, then given back)
-        before = _gomp.omp_get_max_threads()
-        _gomp.omp_set_num_threads(n_threads)
-        try:
-            return plan(np.ascontiguousarray(a), np.ascontiguousarray(b))
-        finally:
-            _gomp.omp_set_num_threads(before)
+    return _locked(n_threads, lambda: plan(np.ascontiguousarray(a), np.ascontiguousarray(b)))
 
 
 def conv2d(x, weight, stride, padding, dilation, groups):
