@@ -128,6 +128,17 @@ if _lib is not None:
         _lib, _why = None, str(e)
 
 
+def _after_fork():
+    """A forked child gets libgomp's thread pool in a state it cannot use (the parent's
+    threads are gone; its next parallel region hangs): nn.py's paths run there."""
+    global _lib, _why
+    if _lib is not None:
+        _lib, _why = None, "a forked child: libgomp's threads do not survive fork()"
+
+
+os.register_at_fork(after_in_child=_after_fork)
+
+
 def available() -> bool:
     return _lib is not None
 

@@ -194,3 +194,28 @@ def test_switched_off_by_environment():
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "off (NDLITE_ONEDNN=0)"
+
+
+def _conv_in_child(queue):
+    x, weight = np.ones((4, 8, 6, 6), np.float32), np.ones((8, 8, 3, 3), np.float32)
+    queue.put((onednn.available(), float(nn.conv2d(x, weight, (1, 1), (1, 1), (1, 1), 1)[0, 0,
+                                                                                       2, 2])))
+
+
+def test_forked_child_runs_without_it():
+    """libgomp's pool does not survive fork(): a child of a process that ran oneDNN would hang
+    in its next convolution, so there oneDNN is off and nn.py's path runs."""
+    import multiprocessing
+
+    x, weight = np.ones((4, 8, 6, 6), np.float32), np.ones((8, 8, 3, 3), np.float32)
+    with threads.forced(2):
+        assert onednn.conv2d(x, weight, (1, 1), (1, 1), (1, 1), 1)[0, 0, 2, 2] == 72
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_conv_in_child, args=(queue,))
+    child.start()
+    child.join(timeout=60)
+    if child.is_alive():
+        child.kill()
+        pytest.fail("the forked child hung")
+    assert queue.get(timeout=5) == (False, 72.0)
