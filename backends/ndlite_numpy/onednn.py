@@ -1,10 +1,12 @@
-"""oneDNN's convolutions for float32, through its C API with ctypes (an optional extra).
+"""oneDNN's convolutions for float32, through its C API with ctypes (an optional extra;
+onednn_gemm.py adds its matrix products).
 
 PyTorch's CPU convolutions are oneDNN's direct AVX-512/AVX2 kernels; on the 2-core VM they
-beat our im2col/Winograd kernels (kernels.py, winograd.py) by ~2x per layer, and the gap was
-the algorithm, not BLAS (docs/DESIGN.md, "oneDNN"). `pip install onednn-cpu-gomp` (in the
-`cpu` extra) puts libdnnl.so.3 in `<prefix>/lib`; without it, with NDLITE_ONEDNN=0, for
-float64 (oneDNN has no double convolutions) or for a geometry it declines, nn.py's paths run.
+run the VGG-style net's convolution passes 3.3x faster than our im2col/Winograd kernels
+(kernels.py, winograd.py): the gap was the algorithm, not BLAS (docs/DESIGN.md, "oneDNN").
+`pip install onednn-cpu-gomp` (in the `cpu` extra) puts libdnnl.so.3 in `<prefix>/lib`;
+without it, with NDLITE_ONEDNN=0, in a forked child, for float64 (oneDNN has no double
+convolutions) or for a geometry it declines, nn.py's paths run.
 
 Each (op, shapes, stride, padding, dilation, groups, threads) gets one primitive, made once
 and cached: the convolution with every layout left to oneDNN ("any": blocked, nChw16c on
@@ -150,8 +152,8 @@ def status() -> str:
     v = _lib.dnnl_version().contents
     isa = _lib.dnnl_get_effective_cpu_isa()
     return (f"oneDNN {v.major}.{v.minor}.{v.patch} ({_ISA.get(isa, hex(isa))}, OpenMP "
-            f"{threads.total()} threads): float32 conv2d and its gradients; NDLITE_ONEDNN=0 "
-            "turns it off")
+            f"{threads.total()} threads): float32 conv2d and its gradients, float32 matrix "
+            "products; NDLITE_ONEDNN=0 turns it off")
 
 
 def _stream():
