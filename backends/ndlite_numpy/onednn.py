@@ -25,7 +25,7 @@ import threading
 
 import numpy as np
 
-from . import threads
+from . import scratch, threads
 
 MODE = os.environ.get("NDLITE_ONEDNN", "auto")
 _F32, _ANY, _ABCD, _ABCDE = 3, 1, 5, 6  # dnnl_data_type_t, dnnl_format_tag_t
@@ -94,6 +94,8 @@ _SIGNATURES = {  # name: (restype, *argtypes), from oneapi/dnnl/dnnl.h (v3.2)
     "dnnl_primitive_desc_query_md": (_vp, _vp, _i, _i),
     "dnnl_primitive_desc_destroy": (_i, _vp),
     "dnnl_primitive_create": (_i, _pp, _vp),
+    "dnnl_primitive_destroy": (_i, _vp),
+    "dnnl_memory_destroy": (_i, _vp),
     "dnnl_primitive_execute": (_i, _vp, _vp, _i, _vp),
     "dnnl_reorder_primitive_desc_create": (_i, _pp, _vp, _vp, _vp, _vp, _vp),
     "dnnl_convolution_forward_primitive_desc_create": (
@@ -165,13 +167,9 @@ def _stream():
     return s
 
 
-def _dims(values) -> _Dims:
-    return _Dims(*values)
-
-
 def _md(shape, tag: int) -> ctypes.c_void_p:
     md = ctypes.c_void_p()
-    _ok(_lib.dnnl_memory_desc_create_with_tag(ctypes.byref(md), len(shape), _dims(shape), _F32,
+    _ok(_lib.dnnl_memory_desc_create_with_tag(ctypes.byref(md), len(shape), _Dims(*shape), _F32,
                                               tag), "dnnl_memory_desc_create_with_tag")
     return md
 
@@ -195,36 +193,70 @@ def _execute(prim, args: dict):
 
 class _Operand:
     """One of a convolution's operands: our plain array (NCHW or OIHW) and, where oneDNN chose
-    another layout, a buffer in that layout and the reorder between the two."""
+    another layout, a scratch buffer (scratch.py: reused, bounded) in that layout and the
+    reorder between the two."""
 
     def __init__(self, pd, name: str, shape, plain_md, into: bool):
         chosen = _lib.dnnl_primitive_desc_query_md(pd, _Q[name], 0)
         self.name, self.shape, self.plain = name, tuple(shape), _memory(plain_md)
         self.reorder = None
         if _lib.dnnl_memory_desc_equal(chosen, plain_md):
-            self.mem, self.buffer = self.plain, None
+            self.mem = self.plain
             return
         self.mem = _memory(chosen)
-        self.buffer = np.empty(_lib.dnnl_memory_desc_get_size(chosen) // 4 + 16, np.float32)
-        # 64-byte aligned, for the blocked kernels' aligned loads
-        offset = (-self.buffer.ctypes.data % 64) // 4
-        _ok(_lib.dnnl_memory_set_data_handle(self.mem, ctypes.c_void_p(
-            self.buffer.ctypes.data + 4 * offset)), "dnnl_memory_set_data_handle")
+        self.size = _lib.dnnl_memory_desc_get_size(chosen) // 4 + 16  # (room to align)
         rpd = ctypes.c_void_p()
         src, dst = (plain_md, chosen) if into else (chosen, plain_md)
         _ok(_lib.dnnl_reorder_primitive_desc_create(ctypes.byref(rpd), src, _engine, dst,
                                                     _engine, None), "reorder primitive desc")
-        self.reorder = _primitive(rpd)
+        try:
+            self.reorder = _primitive(rpd)
+        finally:
+            _lib.dnnl_primitive_desc_destroy(rpd)
         self.args = {"from": self.plain, "to": self.mem} if into else \
             {"from": self.mem, "to": self.plain}
 
     def bind(self, array):
         _ok(_lib.dnnl_memory_set_data_handle(self.plain, ctypes.c_void_p(array.ctypes.data)),
             "dnnl_memory_set_data_handle")
+        if self.reorder is not None:  # 64-byte aligned, for the blocked kernels' loads
+            buf = scratch.buffer(("onednn", self.name), (self.size,), np.float32)
+            _ok(_lib.dnnl_memory_set_data_handle(self.mem, ctypes.c_void_p(
+                buf.ctypes.data + (-buf.ctypes.data % 64))), "dnnl_memory_set_data_handle")
 
     def convert(self):
         if self.reorder is not None:
             _execute(self.reorder, self.args)
+
+    def __del__(self):  # (a primitive dropped from the cache)
+        if _lib is not None and getattr(self, "plain", None) is not None:
+            if self.reorder is not None:
+                _lib.dnnl_primitive_destroy(self.reorder)
+                _lib.dnnl_memory_destroy(self.mem)
+            _lib.dnnl_memory_destroy(self.plain)
+
+
+_NAMES = {"forward": ("src", "weights", "dst"),
+          "backward_data": ("diff_dst", "weights", "diff_src"),
+          "backward_weights": ("src", "diff_dst", "diff_weights")}
+
+
+def _conv_desc(kind: str, any_: dict, geometry: tuple, fwd) -> ctypes.c_void_p:
+    """The primitive descriptor of one pass (fwd: the forward's, the others' hint)."""
+    pd = ctypes.c_void_p()
+    if kind == "forward":
+        _ok(_lib.dnnl_convolution_forward_primitive_desc_create(
+            ctypes.byref(pd), _engine, _FORWARD_TRAINING, _CONV_DIRECT, any_["src"],
+            any_["weights"], None, any_["dst"], *geometry, None), "convolution forward")
+    elif kind == "backward_data":
+        _ok(_lib.dnnl_convolution_backward_data_primitive_desc_create(
+            ctypes.byref(pd), _engine, _CONV_DIRECT, any_["src"], any_["weights"],
+            any_["dst"], *geometry, fwd, None), "convolution backward data")
+    else:
+        _ok(_lib.dnnl_convolution_backward_weights_primitive_desc_create(
+            ctypes.byref(pd), _engine, _CONV_DIRECT, any_["src"], any_["weights"], None,
+            any_["dst"], *geometry, fwd, None), "convolution backward weights")
+    return pd
 
 
 class _Conv:
@@ -242,36 +274,26 @@ class _Conv:
                 "weights": _md(wdims, _ANY)}
         # oneDNN's dilation counts the gaps (ours minus one); the right padding is the left:
         # its output size is floor((h - span + left + right) / stride) + 1, as ours
-        geometry = (_dims(stride), _dims(d - 1 for d in dilation), _dims(padding),
-                    _dims(padding))
-        fwd = ctypes.c_void_p()
-        _ok(_lib.dnnl_convolution_forward_primitive_desc_create(
-            ctypes.byref(fwd), _engine, _FORWARD_TRAINING, _CONV_DIRECT, any_["src"],
-            any_["weights"], None, any_["dst"], *geometry, None), "convolution forward")
-        pd = fwd
-        if kind == "backward_data":
-            pd = ctypes.c_void_p()
-            _ok(_lib.dnnl_convolution_backward_data_primitive_desc_create(
-                ctypes.byref(pd), _engine, _CONV_DIRECT, any_["src"], any_["weights"],
-                any_["dst"], *geometry, fwd, None), "convolution backward data")
-        elif kind == "backward_weights":
-            pd = ctypes.c_void_p()
-            _ok(_lib.dnnl_convolution_backward_weights_primitive_desc_create(
-                ctypes.byref(pd), _engine, _CONV_DIRECT, any_["src"], any_["weights"], None,
-                any_["dst"], *geometry, fwd, None), "convolution backward weights")
-        names = {"forward": ("src", "weights", "dst"),
-                 "backward_data": ("diff_dst", "weights", "diff_src"),
-                 "backward_weights": ("src", "diff_dst", "diff_weights")}[kind]
-        # (the mds are referenced by the primitive descriptors, which keep their own copies)
-        self.operands = [_Operand(pd, name, shapes[name.removeprefix("diff_")],
-                                  plain[name.removeprefix("diff_")], into=i < 2)
-                         for i, name in enumerate(names)]
-        self.primitive = _primitive(pd)
-        for md in (*plain.values(), *any_.values()):
-            _lib.dnnl_memory_desc_destroy(md)
-        _lib.dnnl_primitive_desc_destroy(pd)
-        if pd is not fwd:
-            _lib.dnnl_primitive_desc_destroy(fwd)
+        geometry = (_Dims(*stride), _Dims(*(d - 1 for d in dilation)), _Dims(*padding),
+                    _Dims(*padding))
+        self.primitive, descs = None, []
+        try:
+            descs.append(_conv_desc("forward", any_, geometry, None))
+            if kind != "forward":
+                descs.append(_conv_desc(kind, any_, geometry, descs[0]))
+            self.operands = [_Operand(descs[-1], name, shapes[name.removeprefix("diff_")],
+                                      plain[name.removeprefix("diff_")], into=i < 2)
+                             for i, name in enumerate(_NAMES[kind])]
+            self.primitive = _primitive(descs[-1])
+        finally:  # (a primitive and a memory object keep their own copies of these)
+            for md in (*plain.values(), *any_.values()):
+                _lib.dnnl_memory_desc_destroy(md)
+            for pd in descs:
+                _lib.dnnl_primitive_desc_destroy(pd)
+
+    def __del__(self):
+        if _lib is not None and getattr(self, "primitive", None) is not None:
+            _lib.dnnl_primitive_destroy(self.primitive)
 
     def __call__(self, a, b):
         """The pass on the plain arrays a, b (its two inputs); a new plain result."""

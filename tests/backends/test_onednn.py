@@ -219,3 +219,23 @@ def test_forked_child_runs_without_it():
         child.kill()
         pytest.fail("the forked child hung")
     assert queue.get(timeout=5) == (False, 72.0)
+
+
+def test_primitives_dropped_from_the_cache(monkeypatch):
+    """Past MAX_CACHED the least recently used primitives are dropped (and destroyed); the
+    ones made again give the same answers."""
+    monkeypatch.setattr(onednn, "MAX_CACHED", 2)
+    rng = np.random.default_rng(6)
+    cases = []
+    for size in (5, 6, 7, 8, 9):
+        x = rng.standard_normal((2, 3, size, size), dtype=np.float32)
+        weight = rng.standard_normal((4, 3, 3, 3), dtype=np.float32)
+        grad = rng.standard_normal((2, 4, size - 2, size - 2), dtype=np.float32)
+        cases.append((x, weight, grad))
+    geometry = ((1, 1), (0, 0), (1, 1), 1)
+    first = [through_onednn(*case, geometry) for case in cases]
+    assert len(onednn._cache) <= 2
+    for case, before in zip(cases, first, strict=True):
+        again = through_onednn(*case, geometry)
+        assert all(np.array_equal(a, b) for a, b in zip(before, again, strict=True))
+        assert_close(again, reference(*case, geometry))
