@@ -10,8 +10,8 @@ convolutions) or for a geometry it declines, nn.py's paths run.
 
 Each (op, shapes, stride, padding, dilation, groups, threads) gets one primitive, made once
 and cached: the convolution with every layout left to oneDNN ("any": blocked, nChw16c on
-AVX-512) and the reorders from and to our NCHW / OIHW arrays around it, into buffers kept
-with the primitive. oneDNN's OpenMP pool (libgomp) is set to the backend's thread count
+AVX-512) and the reorders from and to our NCHW / OIHW arrays around it, the blocked copies in
+scratch buffers (scratch.py). oneDNN's OpenMP pool (libgomp) is set to the backend's thread count
 (threads.total()) before a primitive is made and before each run, so OMP_NUM_THREADS /
 OPENBLAS_NUM_THREADS / threadpoolctl are the one knob, as for the other paths.
 """
