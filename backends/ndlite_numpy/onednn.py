@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import site
 import sys
 import threading
 
@@ -56,8 +57,8 @@ def _load():
     """(libdnnl, libgomp, None) or (None, None, why not)."""
     if MODE == "0":
         return None, None, "NDLITE_ONEDNN=0"
-    names = [os.path.join(p, "lib", "libdnnl.so.3") for p in dict.fromkeys(
-        (sys.prefix, sys.base_prefix))] + ["libdnnl.so.3"]
+    names = [os.path.join(p, "lib", "libdnnl.so.3") for p in dict.fromkeys(  # pip's places
+        (sys.prefix, sys.base_prefix, site.getuserbase()))] + ["libdnnl.so.3"]
     errors = []
     for name in names:
         try:
