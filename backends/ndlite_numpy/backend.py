@@ -19,7 +19,7 @@ from ndlite.device import Backend, BackendUnavailableError, XpBackend
 from ndlite.device.halfmath import compute_in_float32, scalar_in_float32
 from ndlite.dtypes import HALF, is_floating
 
-from . import kernels, nn, norm, optim, scratch, threads
+from . import kernels, nn, norm, onednn, onednn_gemm, optim, scratch, threads
 
 
 def _array_ufunc(ufunc, arity: int):
@@ -154,7 +154,8 @@ class NumpyBackend(XpBackend):
 
     def info(self) -> dict:
         return {**super().info(), "numpy": np.__version__, "devices": [self.device_name()],
-                "threads": threads.describe(), "kernels": kernels.status()}
+                "threads": threads.describe(), "kernels": kernels.status(),
+                "onednn": onednn.status()}
 
     def erf(self, x):
         # math.erf is accurate to float64's last bit; NumPy has no erf ufunc
@@ -167,6 +168,10 @@ class NumpyBackend(XpBackend):
         return _array(_maximum(x, 0))
 
     def matmul(self, a, b):
+        if a.size * b.shape[-1] >= threads.BLAS_THREADED:
+            out = onednn_gemm.matmul(a, b)  # float32 matrices, where oneDNN is installed
+            if out is not None:
+                return out
         # A Linear layer at a small batch is x @ W.T with W row-major: OpenBLAS computes that
         # skinny product up to 30% faster as (W @ x.T).T (bench/overhead.py, Linear at batch 4)
         if (b.shape[-1] >= 256 and b.ndim == 2 and a.ndim == 2 and 2 <= a.shape[0] <= 32

@@ -67,7 +67,8 @@ def status() -> str:
     if numba is None:
         return f"NumPy only ({_why or 'numba not installed'}; pip install 'ndlite[cpu]')"
     return (f"numba {numba.__version__}, {numba.config.THREADING_LAYER} layer: convolution "
-            "(im2col by cache-sized chunks; Winograd F(2x2, 3x3)), max pooling, optimizer steps")
+            "(im2col by cache-sized chunks; Winograd F(2x2, 3x3)), max pooling, batch norm, "
+            "optimizer steps")
 
 
 _lock = threading.Lock()  # the workqueue layer takes one launch at a time

@@ -29,7 +29,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from ndlite.device import fallbacks
 
-from . import kernels, pooling, scratch, threads, winograd
+from . import kernels, onednn, pooling, scratch, threads, winograd
 
 #: output width from which the per-image layout beats the batch-innermost one
 WIDE_ROWS = 16
@@ -140,6 +140,9 @@ def _fill_grad_batch_inner(g: _Geometry, grad_output, out):
 
 
 def conv2d(x, weight, stride, padding, dilation, groups):
+    out = onednn.conv2d(x, weight, stride, padding, dilation, groups)  # float32, if installed
+    if out is not None:
+        return out
     if kernels.applies(x, weight) and \
             winograd.applies(x.shape, weight.shape, stride, padding, dilation, groups):
         return winograd.conv2d(x, weight, padding[0])
@@ -186,6 +189,10 @@ def _product_shape(g: _Geometry, m: int) -> tuple:
 
 
 def conv2d_grad_weight(x, grad_output, weight_shape, stride, padding, dilation, groups):
+    out = onednn.conv2d_grad_weight(x, grad_output, weight_shape, stride, padding, dilation,
+                                    groups)
+    if out is not None:
+        return out
     if kernels.applies(x, grad_output) and \
             winograd.applies(x.shape, weight_shape, stride, padding, dilation, groups):
         return winograd.conv2d_grad_weight(x, grad_output, padding[0])
@@ -222,6 +229,10 @@ def conv2d_grad_weight(x, grad_output, weight_shape, stride, padding, dilation, 
 
 
 def conv2d_grad_input(grad_output, weight, input_shape, stride, padding, dilation, groups):
+    out = onednn.conv2d_grad_input(grad_output, weight, input_shape, stride, padding, dilation,
+                                   groups)
+    if out is not None:
+        return out
     if kernels.applies(grad_output, weight) and \
             winograd.applies(input_shape, weight.shape, stride, padding, dilation, groups):
         return winograd.conv2d_grad_input(grad_output, weight, padding[0])

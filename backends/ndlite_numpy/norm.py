@@ -19,6 +19,8 @@ import numpy as np
 
 from ndlite.device import norm_fallbacks as nfb
 
+from . import norm_kernels
+
 
 def _three(x: np.ndarray) -> np.ndarray:
     """x (N, C, *) as a C-contiguous (N, C, S)."""
@@ -44,6 +46,9 @@ def batch_norm(b, x, weight, bias, eps):
     if x.size == 0:
         return nfb.batch_norm(b, x, weight, bias, eps)
     x3 = _three(x)
+    if norm_kernels.applies(x3, *(v for v in (weight, bias) if v is not None)):
+        y, mean, invstd, var = norm_kernels.batch_norm(x3, weight, bias, eps)
+        return y.reshape(x.shape), mean, invstd, var
     dtype, m = x3.dtype, x3.shape[0] * x3.shape[2]
     mean = _channel_sum(x3) / dtype.type(m)
     y = np.subtract(x3, _column(mean))
@@ -60,6 +65,10 @@ def batch_norm_grad(b, grad, x, weight, mean, invstd, bias):
     if x.size == 0:
         return nfb.batch_norm_grad(b, grad, x, weight, mean, invstd, bias)
     x3, g3 = _three(x), _three(grad)
+    if norm_kernels.applies(x3, g3, *(() if weight is None else (weight,))):
+        grad_x, sum_dy_xhat, sum_dy = norm_kernels.batch_norm_grad(g3, x3, weight, mean, invstd)
+        return (grad_x.reshape(x.shape), None if weight is None else sum_dy_xhat,
+                sum_dy if bias else None)
     dtype, m = x3.dtype, x3.shape[0] * x3.shape[2]
     mean, invstd = mean.astype(dtype, copy=False), invstd.astype(dtype, copy=False)
     centered = np.subtract(x3, _column(mean))
