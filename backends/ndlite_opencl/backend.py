@@ -271,6 +271,8 @@ class OpenCLBackend(Backend):
     def ge(self, a, b): return binary(self, "ge", "GE", a, b, _BOOL)
 
     def where(self, cond, a, b): return elementwise.where(self, cond, a, b)
+    def relu_grad(self, g, out): return apply(self, "RELU_GRAD", [g, out], g.dtype)  # step_
+    def add_scalar_inplace(self, x, v): elementwise.add_scalar_inplace(self, x, v)  # fallbacks
 
     def math(self, name, x):
         op, dtype = mathops.unary_op(name, x.dtype)

@@ -76,6 +76,11 @@ def binary(b, name: str, op: str, x, y, out_dtype: np.dtype | None = None) -> CL
     return apply(b, op, operands, out_dtype or dtype, in_dtype=dtype)
 
 
+def add_scalar_inplace(b, x: CLArray, value) -> None:
+    """x += value in place, x keeping its dtype (step_fallbacks.py): one map kernel."""
+    apply(b, "ADD", [x, scalar(value, x.dtype)], x.dtype, out=x, in_dtype=x.dtype)
+
+
 def power(b, x, y) -> CLArray:
     if isinstance(x, CLArray) and not isinstance(y, CLArray) and arith(x.dtype).kind == "f":
         shortcut = POW_SHORTCUTS.get(y)

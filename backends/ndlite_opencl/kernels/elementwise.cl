@@ -43,6 +43,8 @@
 #define OP_GT(a, b) ((a) > (b))
 #define OP_GE(a, b) ((a) >= (b))
 #define OP_WHERE(c, a, b) ((c) ? (a) : (b))
+// ReLU's backward from its output: where(out > 0, grad, 0) (step_fallbacks.py)
+#define OP_RELU_GRAD(g, o) ((o) > 0 ? (g) : (T0)0)
 
 #if F0
 #define OP_ABS(a) fabs(a)
