@@ -7,6 +7,7 @@ import contextlib
 
 import ndlite_numpy.kernels as kernels
 import ndlite_numpy.nn as nn
+import ndlite_numpy.onednn as onednn
 import ndlite_numpy.optim as optim
 import ndlite_numpy.threads as threads_
 import ndlite_numpy.winograd as winograd
@@ -44,6 +45,14 @@ def split(threads: int, chunk_bytes: int, wide_pixels: int | None = None):
             yield
     finally:
         threads_.MIN_WORK, kernels.CHUNK_BYTES, kernels.WIDE_PIXELS = before
+
+
+@pytest.fixture(autouse=True)
+def numba_not_onednn():
+    """These tests are the numba kernels' (against the NumPy path): oneDNN, which takes
+    float32 convolutions first where installed, is off here (tests/backends/test_onednn.py)."""
+    with onednn.disabled():
+        yield
 
 
 @contextlib.contextmanager
