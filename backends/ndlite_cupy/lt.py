@@ -103,6 +103,10 @@ class Plan:
         lib.cublasLtMatmulPreferenceDestroy(preference)
         if found.value < 1:
             raise RuntimeError("cuBLASLt has no algorithm for this product")
+        # the call's constant arguments, made once (ctypes objects cost microseconds each)
+        self.bias = ctypes.c_void_p()
+        self.one, self.zero = ctypes.byref(self.scalar(1)), ctypes.byref(self.scalar(0))
+        self.algo = ctypes.byref(self.result.algo)
 
     def set(self, lib, attribute: int, value) -> None:
         check(lib.cublasLtMatmulDescSetAttribute(self.desc, attribute, ctypes.byref(value),
@@ -133,7 +137,7 @@ def linear(x, weight, bias):
         return None
     o, k = weight.shape
     n = x.size // k
-    key = (x.dtype, n, k, o, cupy.cuda.runtime.getDevice())
+    key = (x.dtype, n, k, o, x.device.id)
     plan = _PLANS.get(key)
     if plan is None:
         try:
@@ -143,13 +147,13 @@ def linear(x, weight, bias):
     if plan is False:
         return None
     out = cupy.empty(x.shape[:-1] + (o,), dtype=x.dtype)
-    plan.set(lib, DESC_BIAS_POINTER, ctypes.c_void_p(bias.data.ptr))
+    plan.bias.value = bias.data.ptr
+    plan.set(lib, DESC_BIAS_POINTER, plan.bias)
     size = plan.result.workspace
-    workspace = cupy.empty(size, dtype=np.uint8) if size else None
-    one, zero = plan.scalar(1), plan.scalar(0)
+    workspace = cupy.empty(size, dtype=np.uint8).data.ptr if size else None
     a, b, c = plan.layouts
     check(lib.cublasLtMatmul(
-        lib.handle, plan.desc, ctypes.byref(one), weight.data.ptr, a, x.data.ptr, b,
-        ctypes.byref(zero), out.data.ptr, c, out.data.ptr, c, ctypes.byref(plan.result.algo),
-        workspace.data.ptr if size else None, size, cupy.cuda.get_current_stream().ptr))
+        lib.handle, plan.desc, plan.one, weight.data.ptr, a, x.data.ptr, b, plan.zero,
+        out.data.ptr, c, out.data.ptr, c, plan.algo, workspace, size,
+        cupy.cuda.get_current_stream().ptr))
     return out
