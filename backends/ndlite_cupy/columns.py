@@ -78,10 +78,34 @@ def channel_sum(x, keepdims: bool):
     return out.reshape((1, c) + (1,) * (x.ndim - 2)) if keepdims else out
 
 
+#: the longest rows ndl_row_sum adds with a thread each (longer: CuPy's reduction)
+ROW_MAX = 4096
+
+
+def row_sum(x, axes, keepdims: bool):
+    """x's sum over its trailing `axes` (C-contiguous float, rows of at most ROW_MAX), a
+    thread per row in double; None where it does not apply."""
+    k = x.ndim - len(axes)
+    if (k < 1 or tuple(sorted(axes)) != tuple(range(k, x.ndim)) or x.dtype not in FLOATS
+            or not x.flags.c_contiguous or x.size == 0):
+        return None
+    rows = int(np.prod(x.shape[:k]))
+    d = x.size // rows
+    if d > ROW_MAX:
+        return None
+    out = cupy.empty(x.shape[:k], dtype=x.dtype)
+    name, cast = _index(x.size)
+    launch(kernels.raw("columns").get("ndl_row_sum", FLOATS[x.dtype], name), rows,
+           (x, out, cast(rows), cast(d)))
+    return out.reshape(x.shape[:k] + (1,) * len(axes)) if keepdims else out
+
+
 def blocked_sum(x, axes, keepdims: bool):
-    """x's sum over `axes` by these kernels when they take it (the leading axes, or every axis
-    but 1), else None (the backend's other paths)."""
+    """x's sum over `axes` by these kernels when they take it (the leading axes, every axis
+    but 1, or short trailing rows), else None (the backend's other paths)."""
     k = leading(x, axes)
     if k:
         return column_sum(x, k, keepdims)
-    return channel_sum(x, keepdims) if all_but_channels(x, axes) else None
+    if all_but_channels(x, axes):
+        return channel_sum(x, keepdims)
+    return row_sum(x, axes, keepdims)

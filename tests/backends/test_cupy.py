@@ -290,7 +290,10 @@ def test_batched_products_of_views_read_them_in_place(case, dtype, monkeypatch):
                                          # a conv bias gradient: every axis but 1
                                          ((128, 32, 24, 24), (0, 2, 3)), ((2, 3, 5), (0, 2)),
                                          ((4, 64, 7, 7), (3, 0, 2)), ((1, 1, 1, 1), (0, 2, 3)),
-                                         ((3, 5, 2, 40000), (0, 2, 3))])
+                                         ((3, 5, 2, 40000), (0, 2, 3)),
+                                         # short trailing rows (softmax's backward)
+                                         ((128, 10), (1,)), ((4, 3, 7), (1, 2)), ((5, 1), (1,)),
+                                         ((3, 5000), (1,))])
 def test_sums_over_leading_axes_are_accurate_and_repeat_bitwise(dtype, shape, axes):
     r = rng()
     x = (r.standard_normal(shape) * 10 + 3).astype(dtype)

@@ -202,8 +202,10 @@ RAW_KERNELS = {
     "loss": (("ndl_log_softmax", "ndl_nll_loss", "ndl_nll_count", "ndl_nll_loss_grad"),
              ("ndl_log_softmax", "ndl_nll_loss_grad")),
     "optim": (("ndl_sgd_step", "ndl_rmsprop_step", "ndl_adam_step"), ()),
-    "columns": (("ndl_column_partial", "ndl_column_finish", "ndl_channel_partial"),
-                ("ndl_column_partial", "ndl_column_finish", "ndl_channel_partial")),
+    "columns": (("ndl_column_partial", "ndl_column_finish", "ndl_channel_partial",
+                 "ndl_row_sum"),
+                ("ndl_column_partial", "ndl_column_finish", "ndl_channel_partial",
+                 "ndl_row_sum")),
 }
 
 #: threads per block of the raw kernels, and the most blocks a grid-stride launch uses

@@ -58,3 +58,16 @@ __global__ void ndl_channel_partial(const T* x, double* partial, I N, I C, I S, 
     __syncthreads();
   }
 }
+
+// Row sums of a C-contiguous (R, D) array -- a sum over its trailing axes, such as softmax's
+// and log_softmax's backward over the classes -- in double, a thread per row adding its D
+// values in order: for short rows only (the caller's bound), one launch.
+template <typename T, typename I>
+__global__ void ndl_row_sum(const T* x, T* out, I R, I D) {
+  for (I r = static_cast<I>(blockIdx.x) * blockDim.x + threadIdx.x; r < R;
+       r += static_cast<I>(gridDim.x) * blockDim.x) {
+    double acc = 0.0;
+    for (I d = 0; d < D; ++d) acc += static_cast<double>(x[r * D + d]);
+    out[r] = static_cast<T>(acc);
+  }
+}
