@@ -8,6 +8,8 @@ warm-up steps, with the step's synchronized wall time over 20 steps (issue 14).
     python bench/gpt_profile.py --data input.txt --backend opencl
     python bench/gpt_profile.py --model resnet18     # ResNet-18 on 3x32x32, batch 128, SGD
     python bench/gpt_profile.py --model seed_cnn --amp fp16   # the seed CNN, batch 128
+    python bench/gpt_profile.py --data input.txt --kernels ndlite   # torch.profiler's kernels
+    python bench/gpt_profile.py --model resnet18 --kernels torch    # ... of the PyTorch twin
 
 The model is ndlite.nn.GPT(vocab, 256, 6, 6, 384, dropout 0.2) with AdamW at batch 64; the
 table in docs/cuda.md was measured with it on an H100.
@@ -36,7 +38,13 @@ def main() -> None:
     parser.add_argument("--amp", choices=["bf16", "fp16"], default=None,
                         help="the forward under ndlite.autocast in this dtype")
     parser.add_argument("--backend", default="cupy")
+    parser.add_argument("--kernels", choices=["ndlite", "torch"], default=None,
+                        help="instead: torch.profiler's table of CUDA kernels over 3 steps of "
+                             "ndlite's step (every kernel of the process: CuPy's, cuDNN's) or "
+                             "of its PyTorch twin (bench/models_torch.py), TF32 off")
     args = parser.parse_args()
+    if args.kernels:
+        return kernel_table(args)
     b = ndlite.get_backend(args.backend)
     step = {"gpt": gpt_step, "resnet18": resnet_step, "seed_cnn": seed_step}[args.model](b, args)
 
@@ -111,6 +119,57 @@ def image_step(b, args, model, shape):
     def step():
         with ndlite.autocast(dtype=low, enabled=low is not None):
             loss = ndlite.nn.functional.cross_entropy(model(x), y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step
+
+
+def kernel_table(args) -> None:
+    """torch.profiler's CUDA kernels over 3 steps after 3 warm-up steps (--kernels)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    if args.kernels == "torch":
+        step = torch_step(torch, args)
+        sync = torch.cuda.synchronize
+    else:
+        b = ndlite.get_backend(args.backend)
+        step = {"gpt": gpt_step, "resnet18": resnet_step, "seed_cnn": seed_step}[args.model](
+            b, args)
+        sync = b.synchronize
+    for _ in range(3):
+        step().item()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(3):
+            step()
+        sync()
+    print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=30,
+                                    max_name_column_width=90))
+
+
+def torch_step(torch, args):
+    """The PyTorch twin's step of --model (bench/models_torch.py), batch as ndlite's."""
+    from models_torch import TorchGPT, resnet18_cifar
+
+    if args.model == "gpt":
+        model = TorchGPT(65, 256, 6, 6, 384, 0.2).cuda()
+        opt = torch.optim.AdamW(model.parameters(), lr=3e-4)
+        x = torch.randint(0, 65, (64, 256), device="cuda")
+        y = torch.randint(0, 65, (64, 256), device="cuda")
+        forward = lambda: model(x, y)[1]  # noqa: E731
+    else:
+        model = resnet18_cifar(torch.nn).cuda()
+        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+        x = torch.randn(128, 3, 32, 32, device="cuda")
+        y = torch.randint(0, 10, (128,), device="cuda")
+        forward = lambda: torch.nn.functional.cross_entropy(model(x), y)  # noqa: E731
+
+    def step():
+        loss = forward()
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
