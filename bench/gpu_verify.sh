@@ -1,14 +1,23 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: the whole test suite with the CuPy (convolutions through cuDNN)
 # and NVIDIA OpenCL backends available, the convolution / CuPy / batch-norm / CUDA-graph tests
-# again with NDLITE_CUDNN=0, then the CPU/GPU crossover benchmark. Needs, carried in .whl, the
+# again with NDLITE_CUDNN=0, the NumPy backend's tests with numba and oneDNN off, then the
+# CPU/GPU crossover benchmark. Needs, carried in .whl, the
 # wheels that machine lacks: pyopencl (with pytools, platformdirs, siphash24) and
-# nvidia-cudnn-frontend (installed with --no-deps: cuDNN itself is there).
+# nvidia-cudnn-frontend (installed with --no-deps: cuDNN itself is there); optionally the
+# NumPy backend's numba and oneDNN (below), so its tests run with the accelerated path too.
 #   OUT=/some/dir bash bench/gpu_verify.sh
 set -o pipefail
 OUT=${OUT:-/tmp/verify}; mkdir -p "$OUT"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site \
     .whl/*.whl || exit 1
+# the NumPy backend's `cpu` extra, where carried: numba and llvmlite as a tar.xz of their
+# site-packages folders (the wheels pass the carry limit), oneDNN's library xz-compressed
+[ -f .whl/numba_site.tar.xz ] && tar -xJf .whl/numba_site.tar.xz -C /tmp/site
+if [ -f .whl/libdnnl.so.3.xz ]; then
+    mkdir -p /tmp/dnnllib && xz -dc .whl/libdnnl.so.3.xz > /tmp/dnnllib/libdnnl.so.3
+    export LD_LIBRARY_PATH=/tmp/dnnllib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
 export PYTHONPATH=/tmp/site:$PWD:$PWD/backends CI=true HYPOTHESIS_PROFILE=ci NCCL_NVLS_ENABLE=0
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # NVIDIA's OpenCL driver is installed but not registered on this image
@@ -23,5 +32,10 @@ NDLITE_CUDNN=0 timeout 240 python3 -m pytest tests/backends/test_cupy_nn.py \
     tests/backends/test_batch_norm_fast_path.py tests/conformance/test_ops.py \
     -k "conv or cupy or batch_norm or graph" -q -p no:cacheprovider -n 14 -ra 2>&1 \
     | grep -E "^FAILED|^ERROR|passed|failed" | tee "$OUT/tests_cudnn_off.txt"
+# the NumPy backend with its compiled kernels off (numba and oneDNN): the reference paths
+NDLITE_NUMBA=0 NDLITE_ONEDNN=0 NDLITE_BACKEND=numpy timeout 300 python3 -m pytest \
+    tests/conformance/test_ops.py tests/core tests/nn tests/optim tests/backends/test_numpy_threads.py \
+    -q -p no:cacheprovider -n 14 -ra 2>&1 | grep -E "^FAILED|^ERROR|passed|failed" \
+    | tee "$OUT/tests_cpu_kernels_off.txt"
 timeout 100 python3 bench/crossover.py --budget 0.6 --out crossover_gpu 2>&1 | tee "$OUT/crossover.txt"
 cp bench/results/crossover_gpu.json "$OUT/" 2>/dev/null
