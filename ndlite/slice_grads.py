@@ -7,8 +7,8 @@ buffer per piece and adding them full-size costs a zero fill, a write and a full
 per piece. Outside create_graph the backward pass (graph.py) instead keeps one buffer per
 tensor that it made itself and that nothing else holds, and adds each later piece into its
 slice in place: `held[key] += g`. The sums are the plain path's, in the same order; only the
-sign of a zero outside every written slice may differ (a -0.0 written by one piece stays
--0.0 where the plain path adds the other pieces' +0.0 to it).
+sign of a zero may differ: a -0.0 the first (materialized) piece wrote where no later piece
+goes stays -0.0, where the plain path adds the later pieces' +0.0 to it.
 
 Knows no Tensor class and no op, like graph.py: it handles tensors through `_data`,
 `_backend` and `type(t)._make`, and ops register here.

@@ -302,3 +302,21 @@ def test_gpt_block_gradients_unchanged():
         old = grads()
     for n, o in zip(new, old):
         np.testing.assert_array_equal(n, o)
+
+
+def test_only_the_sign_of_an_uncovered_zero_may_differ():
+    # docs/DESIGN.md: where the first piece to arrive (the materialized one: here y[0], the
+    # last one used) wrote -0.0 and no later piece covers it, the plain path adds the later
+    # pieces' +0.0 (giving +0.0); the in-place path leaves -0.0
+    def run():
+        x = tensor(np.ones((2, 3)))
+        y = x * 1.0
+        y.retain_grad()
+        ((y[1] * 2.0).sum() + (y[0] * -0.0).sum()).backward()
+        return y.grad.numpy()
+
+    new = run()
+    with plain_path():
+        old = run()
+    np.testing.assert_array_equal(new, old)
+    assert np.signbit(new[0]).all() and not np.signbit(old[0]).any()
