@@ -28,6 +28,7 @@ import weakref
 from collections.abc import Callable, Sequence
 
 from .errors import ShapeError
+from .slice_grads import SLICING, slice_grad
 
 # ---- grad mode (per thread) ---------------------------------------------------------------------
 
@@ -298,6 +299,8 @@ class _Pass:
         self.held: dict = {}
         for g in grad_outputs:
             self.hold(g)
+        # target -> the gradient this pass made and holds alone: slice_grads.py adds into it
+        self.mine: dict = {}
 
     def hold(self, g) -> None:
         self.held[id(g)] = weakref.ref(g)
@@ -331,10 +334,13 @@ class _Pass:
                 f"{node.op.name!r}, whose saved tensors were freed after the first "
                 f"backward); pass retain_graph=True to the first backward to keep them")
         _check_versions(node)
+        self.mine.pop(node, None)
+        if node.op in SLICING and not mode.enabled:  # first order: add into a held buffer
+            return slice_grad(self, node, grad, node.next[0].__class__ is Node)
         in_grads = node.op.backward(node, grad)
         if in_grads.__class__ is not tuple:
             in_grads = (in_grads,)
-        grads, held = self.grads, self.held
+        grads, held, mine = self.grads, self.held, self.mine
         for target, g, shape in zip(node.next, in_grads, node.shapes):
             if target is None or g is None:
                 continue
@@ -345,7 +351,7 @@ class _Pass:
             if target.__class__ is Node:  # deliver(target, g), inlined: the common case
                 prev = grads.get(target)
                 if prev is not None:
-                    g = prev + g
+                    g = mine[target] = prev + g
                 grads[target] = g
                 held[id(g)] = weakref.ref(g)
             else:

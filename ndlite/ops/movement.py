@@ -16,6 +16,7 @@ from math import prod
 import numpy as np
 
 from ..errors import ShapeError
+from ..slice_grads import SLICING
 from ..tensor import Tensor, _dim
 from . import samples
 from .calls import getitem_case, slice_grad_case
@@ -323,7 +324,12 @@ class Slice(Op):
 
     @staticmethod
     def backward(node, grad):
+        # a first-order pass does not call this: slice_grads.py adds `grad` into the slice
+        # of a gradient buffer it holds for the input (SLICING below)
         return unary(SliceGrad, grad, key=node.params["key"], shape=node.shapes[0])
+
+
+SLICING.add(Slice)
 
 
 @register
