@@ -221,9 +221,14 @@ class _Operand:
         _ok(_lib.dnnl_memory_set_data_handle(self.plain, ctypes.c_void_p(array.ctypes.data)),
             "dnnl_memory_set_data_handle")
         if self.reorder is not None:  # 64-byte aligned, for the blocked kernels' loads
-            buf = scratch.buffer(("onednn", self.name), (self.size,), np.float32)
+            # held until release(): scratch keeps no buffer over a quarter of its limit, and
+            # oneDNN only has the address (a freed one crashed a 10,000-image evaluation)
+            self.held = buf = scratch.buffer(("onednn", self.name), (self.size,), np.float32)
             _ok(_lib.dnnl_memory_set_data_handle(self.mem, ctypes.c_void_p(
                 buf.ctypes.data + (-buf.ctypes.data % 64))), "dnnl_memory_set_data_handle")
+
+    def release(self):
+        self.held = None
 
     def convert(self):
         if self.reorder is not None:
@@ -305,6 +310,8 @@ class _Conv:
             operand.convert()
         _execute(self.primitive, {op.name: op.mem for op in self.operands})
         self.operands[2].convert()
+        for operand in self.operands:
+            operand.release()
         return out
 
 

@@ -120,6 +120,27 @@ def test_against_numpy_path(x_shape, w_shape, padding, stride):
     assert_close(got, want, str((x_shape, w_shape)))
 
 
+def test_operands_larger_than_the_scratch_cache_stay_alive(monkeypatch):
+    """A blocked operand too large for scratch.py's cache is a fresh array that oneDNN only
+    knows by address: it must live until the primitive has run (a 10,000-image evaluation of
+    the seed CNN crashed on a freed one). With a 64 KiB scratch limit every buffer here is one."""
+    import ndlite_numpy.scratch as scratch
+
+    monkeypatch.setattr(scratch, "LIMIT", 64 << 10)
+    scratch.clear()
+    rng = np.random.default_rng(5)
+    for x_shape, w_shape, padding, stride in LAYERS[:3]:
+        x, weight = (rng.standard_normal(s, dtype=np.float32) for s in (x_shape, w_shape))
+        geometry = ((stride, stride), (padding, padding), (1, 1), 1)
+        grad = rng.standard_normal(onednn.conv2d(x, weight, *geometry).shape, dtype=np.float32)
+        for _ in range(3):  # other allocations in between would reuse a freed block
+            got = through_onednn(x, weight, grad, geometry)
+            junk = [np.full(s, 7.0, np.float32) for s in (x_shape, w_shape)]
+        assert_close(got, reference(x, weight, grad, geometry), str(x_shape))
+    del junk
+    scratch.clear()
+
+
 def test_non_contiguous_inputs():
     rng = np.random.default_rng(3)
     x = rng.standard_normal((6, 9, 10, 4), dtype=np.float32).transpose(3, 0, 1, 2)[:, ::2]
