@@ -181,7 +181,7 @@ class CupyBackend(XpBackend):
         self._transformer_kernels, self._columns, self._lt = transformer, columns, lt
         from . import norm
 
-        self._norm_kernels = norm  # the batch-norm paths' kernels (Backend calls them)
+        self._norm_kernels, self._step_kernels = norm, optim  # (Backend calls them)
         self._cudnn = cudnn.start(cupy, self._device, partial(nn.cudnn_agrees, self))
         # float16/bfloat16 through float32, but convolutions are cuDNN's in half when it is on
         half.install(self, cupy, _KERNEL_PRIMITIVES,

@@ -22,7 +22,7 @@ import math
 import cupy
 import numpy as np
 
-from ndlite.device import fallbacks
+from ndlite.device import fallbacks, step_fallbacks
 
 from .kernels import launch, raw
 from .nn import FLOATS
@@ -80,3 +80,56 @@ def adam_step(b, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, lr, bet
                   (np.bool_(decoupled),)):
         fallbacks.adam_step(b, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, lr, beta1,
                             beta2, eps, weight_decay, decoupled_weight_decay)
+
+
+# ---- several parameters in one launch (step_fallbacks.py's sgd_steps, rmsprop_steps) ---------
+
+#: elements of one parameter a block of the multi-parameter kernels updates
+CHUNK = 4096
+
+
+def _many(b, kernel: str, params, grads, states: tuple, hyper: tuple, flags=None) -> bool:
+    """Launch `kernel` once over every parameter of the list; False (nothing launched) where
+    the one-parameter path must run: while a graph records or a scalars-only pass runs (the
+    hyperparameter table is per parameter), or for buffers the kernels cannot take."""
+    if b._optimizer_table is not None or not params:
+        return False
+    dtype = params[0].dtype
+    arrays = [params, *states]
+    if dtype not in FLOATS or any(a is not None and (a.dtype != dtype or not a.flags.c_contiguous)
+                                  for column in arrays for a in column):
+        return False
+    grads = [cupy.ascontiguousarray(g, dtype=dtype) for g in grads]  # (kept until launched)
+    sizes = np.array([p.size for p in params], dtype=np.int64)
+    rows = [[p.data.ptr, g.data.ptr, *(0 if s is None else s.data.ptr for s in state)]
+            for p, g, *state in zip(params, grads, *states)]
+    table = np.column_stack([np.array(rows, dtype=np.int64), sizes] +
+                            ([] if flags is None else [np.array(flags, dtype=np.int64)]))
+    blocks = -(-sizes // CHUNK)
+    which = np.repeat(np.arange(len(params), dtype=np.int64), blocks)
+    starts = (np.arange(which.size, dtype=np.int64) - np.repeat(np.cumsum(blocks) - blocks,
+                                                                 blocks)) * CHUNK
+    plan = cupy.asarray(np.concatenate([table.ravel(), np.column_stack([which, starts]).ravel()]))
+    function = raw("optim").get(kernel, FLOATS[dtype])
+    function((int(which.size),), (256,), (plan, np.int64(len(params)), np.int64(CHUNK),
+                                          *(np.float64(h) for h in hyper)))
+    return True
+
+
+def sgd_steps(b, params, grads, momentum_buffers, lr, momentum, dampening, nesterov,
+              weight_decay, first_steps):
+    bufs = [buf if momentum else None for buf in momentum_buffers]
+    hyper = (lr, weight_decay, momentum, 1 - dampening, float(nesterov))
+    if not _many(b, "ndl_sgd_steps", params, grads, (bufs,), hyper,
+                 [bool(f) for f in first_steps]):
+        step_fallbacks.sgd_steps(b, params, grads, momentum_buffers, lr, momentum, dampening,
+                                 nesterov, weight_decay, first_steps)
+
+
+def rmsprop_steps(b, params, grads, square_avgs, grad_avgs, momentum_buffers, lr, alpha, eps,
+                  momentum, weight_decay):
+    hyper = (lr, alpha, 1 - alpha, eps, momentum, weight_decay)
+    if not _many(b, "ndl_rmsprop_steps", params, grads,
+                 (square_avgs, grad_avgs, momentum_buffers), hyper):
+        step_fallbacks.rmsprop_steps(b, params, grads, square_avgs, grad_avgs,
+                                     momentum_buffers, lr, alpha, eps, momentum, weight_decay)

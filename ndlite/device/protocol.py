@@ -66,7 +66,7 @@ FAST_PATHS = (
     "sgd_step", "rmsprop_step", "adam_step", "math", "math2", "argsort", "cumulative",
     "embedding_grad", "layer_norm", "layer_norm_grad", "causal_softmax", "causal_softmax_grad",
     "dropout_mask", "dropout", "linear", "gelu", "gelu_grad", "batch_norm", "batch_norm_grad",
-    "batch_norm_update", "relu_grad", "add_scalar_inplace",
+    "batch_norm_update", "relu_grad", "add_scalar_inplace", "sgd_steps", "rmsprop_steps",
 )
 #: queries and abilities beyond computing, with defaults that do nothing
 CAPABILITIES = ("device_name", "info", "memory_in_use", "synchronize", "defer_host_check",

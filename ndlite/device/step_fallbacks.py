@@ -5,10 +5,17 @@ the specification, composed from the primitives. A GPU backend pays its host tim
 - relu_grad(grad, out) -> grad where out > 0, else 0 (+0.0; NaN in out gives 0): ReLU's
   backward from its saved output, bitwise where(gt(out, 0), grad, 0);
 - add_scalar_inplace(x, value) -> None: x += value in place, x keeping its dtype (a batch-norm
-  layer's num_batches_tracked each step), bitwise assign(x, add(x, value)).
+  layer's num_batches_tracked each step), bitwise assign(x, add(x, value));
+- sgd_steps(params, grads, momentum_buffers, lr, momentum, dampening, nesterov, weight_decay,
+  first_steps) and rmsprop_steps(params, grads, square_avgs, grad_avgs, momentum_buffers, lr,
+  alpha, eps, momentum, weight_decay) -> None: sgd_step / rmsprop_step (protocol.py) for every
+  parameter of a list (an entry of a state list may be None, as there), one group's settings
+  shared: a GPU backend updates them all in one launch, bitwise as one by one.
 """
 
 from __future__ import annotations
+
+import sys
 
 
 def relu_grad(b, grad, out):
@@ -19,9 +26,38 @@ def add_scalar_inplace(b, x, value) -> None:
     b.assign(x, b.add(x, value))
 
 
+def sgd_steps(b, params, grads, momentum_buffers, lr, momentum, dampening, nesterov,
+              weight_decay, first_steps) -> None:
+    for param, grad, buf, first in zip(params, grads, momentum_buffers, first_steps,
+                                       strict=True):
+        b.sgd_step(param, grad, buf, lr, momentum, dampening, nesterov, weight_decay, first)
+
+
+def rmsprop_steps(b, params, grads, square_avgs, grad_avgs, momentum_buffers, lr, alpha, eps,
+                  momentum, weight_decay) -> None:
+    for param, grad, square_avg, grad_avg, buf in zip(params, grads, square_avgs, grad_avgs,
+                                                      momentum_buffers, strict=True):
+        b.rmsprop_step(param, grad, square_avg, grad_avg, buf, lr, alpha, eps, momentum,
+                       weight_decay)
+
+
 class StepPaths:
     """The step fast paths, mixed into the Backend base class; a backend with a fused kernel
-    overrides the method."""
+    overrides the method, or names a module of its own in `_step_kernels` (functions taking
+    the backend first) for the multi-parameter steps."""
+
+    _step_kernels = sys.modules[__name__]
+
+    def sgd_steps(self, params, grads, momentum_buffers, lr, momentum, dampening, nesterov,
+                  weight_decay, first_steps) -> None:
+        self._step_kernels.sgd_steps(self, params, grads, momentum_buffers, lr, momentum,
+                                     dampening, nesterov, weight_decay, first_steps)
+
+    def rmsprop_steps(self, params, grads, square_avgs, grad_avgs, momentum_buffers, lr, alpha,
+                      eps, momentum, weight_decay) -> None:
+        self._step_kernels.rmsprop_steps(self, params, grads, square_avgs, grad_avgs,
+                                         momentum_buffers, lr, alpha, eps, momentum,
+                                         weight_decay)
 
     def relu_grad(self, grad, out):
         return relu_grad(self, grad, out)

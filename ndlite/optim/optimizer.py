@@ -76,6 +76,8 @@ class Optimizer:
             for group in self.param_groups:
                 # the group's settings read once per step, not once per parameter
                 update = self.group_update(group)
+                batch = getattr(update, "batch", None)  # all of them in one backend call
+                todo = []
                 for p in group["params"]:
                     grad = p.grad
                     if grad is None:
@@ -85,8 +87,15 @@ class Optimizer:
                     entry = state.get(id(p))
                     if entry is None:
                         entry = state[id(p)] = {}
-                    update(p, grad, entry)
-                    p._bump()
+                    if batch is None:
+                        update(p, grad, entry)
+                        p._bump()
+                    else:
+                        todo.append((p, grad, entry))
+                if todo:
+                    batch(todo)
+                    for p, _, _ in todo:
+                        p._bump()
         return loss
 
     def update(self, param: Tensor, grad: Tensor, state: dict, group: dict) -> None:
@@ -94,7 +103,9 @@ class Optimizer:
 
     def group_update(self, group: dict):
         """`update` for the parameters of `group`, as a function (param, grad, state): step
-        calls it once per group; optimizers with fused steps bind the group's settings."""
+        calls it once per group; optimizers with fused steps bind the group's settings. A
+        function with a `batch` attribute is given all of a step's (param, grad, state) of the
+        group at once instead (the backends' multi-parameter steps: step_fallbacks.py)."""
         update = self.update
         return lambda param, grad, state: update(param, grad, state, group)
 
@@ -161,3 +172,12 @@ def _as_state_tensor(value, like: Tensor) -> Tensor:
     if isinstance(value, Tensor):
         return value.detach().to(like.backend, like.dtype).clone()
     return tensor(value, dtype=like.dtype, backend=like.backend)
+
+
+def by_backend(items: list) -> list:
+    """`items` (param, grad, state) split by the parameter's backend and dtype, in order: each
+    part goes to one backend call."""
+    parts: dict = {}
+    for item in items:
+        parts.setdefault((id(item[0]._backend), item[0]._data.dtype), []).append(item)
+    return list(parts.values())

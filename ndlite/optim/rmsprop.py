@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .optimizer import Optimizer
+from .optimizer import Optimizer, by_backend
 
 
 class RMSprop(Optimizer):
@@ -45,4 +45,19 @@ class RMSprop(Optimizer):
             param._backend.rmsprop_step(param._data, grad._data, square_avg, grad_avg, buf, lr,
                                         alpha, eps, momentum, weight_decay)
 
+        def batch(items):
+            for part in by_backend(items):
+                states = [[], [], []]
+                for param, _, state in part:
+                    states[0].append(buffer(state, "square_avg", param)._data)
+                    states[1].append(buffer(state, "grad_avg", param)._data if centered
+                                     else None)
+                    states[2].append(buffer(state, "momentum_buffer", param)._data
+                                     if momentum > 0 else None)
+                    state["step"] = state.get("step", 0) + 1
+                part[0][0]._backend.rmsprop_steps(
+                    [p._data for p, _, _ in part], [g._data for _, g, _ in part], *states, lr,
+                    alpha, eps, momentum, weight_decay)
+
+        update.batch = batch
         return update

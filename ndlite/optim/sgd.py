@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .optimizer import Optimizer
+from .optimizer import Optimizer, by_backend
 
 
 class SGD(Optimizer):
@@ -48,4 +48,17 @@ class SGD(Optimizer):
             param._backend.sgd_step(param._data, grad._data, buf, lr, momentum, dampening,
                                     nesterov, weight_decay, first)
 
+        def batch(items):
+            for part in by_backend(items):
+                bufs, firsts = [], []
+                for param, _, state in part:
+                    first = bool(momentum) and "momentum_buffer" not in state
+                    bufs.append(buffer(state, "momentum_buffer", param)._data if momentum
+                                else None)
+                    firsts.append(first)
+                part[0][0]._backend.sgd_steps(
+                    [p._data for p, _, _ in part], [g._data for _, g, _ in part], bufs, lr,
+                    momentum, dampening, nesterov, weight_decay, firsts)
+
+        update.batch = batch
         return update
