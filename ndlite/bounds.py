@@ -10,10 +10,11 @@ of an H100's 43 ms step went idle around them.
 Most such tensors are made from host data: `tensor()` of a NumPy batch, `arange()`. Those
 record the smallest and largest value here, with the tensor's buffer and version, and a check
 that finds the tensor (or the base it is a view of) in range reads nothing from the device.
-Anything else (a tensor computed on the device, one changed in place since) is read as
-before. A range that fails the check is read too, so the error names the offending value as
-before. Not on the NumPy backend: there reading costs nothing, and `Tensor.numpy()` shares the
-buffer, which can then change behind the version counter.
+Anything else (a tensor computed on the device, one changed in place since, one whose memory
+was aliased by `set_` or `.data =`, exported through DLPack or written by a collective:
+`forget`) is read as before. A range that fails the check is read too, so the error names
+the offending value as before. Not on the NumPy backend: there reading costs nothing, and
+`Tensor.numpy()` shares the buffer, which can then change behind the version counter.
 """
 
 from __future__ import annotations
@@ -56,3 +57,14 @@ def within(t, low: int, high: int) -> bool:
     """True when `t`'s values are known, without reading the device, to lie in [low, high]."""
     span = known(t)
     return span is not None and low <= span[0] and span[1] <= high
+
+
+def forget(t) -> None:
+    """Drop what is known of `t` (and of the base it is a view of): its memory may now change
+    without its version counting it (set_ and .data = alias it, DLPack exports it, collective
+    operations write it in place)."""
+    for u in (t, None if t._view is None else t._view[0]):
+        if u is not None:
+            entry = _KNOWN.get(id(u))
+            if entry is not None and entry[0]() is u:
+                del _KNOWN[id(u)]

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import bounds
 from .device.registry import get_backend
 from .errors import DTypeError
 from .tensor import Tensor
@@ -62,6 +63,7 @@ def dlpack_device(tensor) -> tuple[int, int]:
 
 def dlpack(tensor, *, stream=None, max_version=None, dl_device=None, copy=None):
     """`Tensor.__dlpack__`: a DLPack capsule of the tensor's memory (see the module's rules)."""
+    bounds.forget(tensor)  # the other library may write it
     if tensor.requires_grad:
         raise BufferError("Can't export tensors that require gradient, use tensor.detach()")
     buffer = tensor.buffer

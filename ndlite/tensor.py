@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import graph
+from . import bounds, graph
 from .device.registry import Device
 from .dtypes import is_floating
 from .errors import DTypeError, ShapeError
@@ -180,11 +180,15 @@ class Tensor:
         if value.shape != self.shape or value.dtype != self.dtype:
             raise ShapeError(f"data: cannot set data of shape {value.shape} {value.dtype} on a "
                              f"tensor of shape {self.shape} {self.dtype}")
+        bounds.forget(value)  # (one memory, two version counters: bounds.py trusts neither)
+        bounds.forget(self)
         self._data = value._data
 
     def set_(self, source: Tensor) -> Tensor:
         """Make this tensor use `source`'s memory, backend, shape and dtype (torch's
         `Tensor.set_`): how `Module.to` moves parameters while keeping the same objects."""
+        bounds.forget(source)
+        bounds.forget(self)
         self._data, self._backend = source._data, source._backend
         return self
 

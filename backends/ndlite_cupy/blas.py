@@ -147,7 +147,7 @@ def capturable_matmul(a, b):
     return cupy.matmul(a, b)
 
 
-#: the batch dims a strided product takes (more are merged where they can be, else refused)
+#: the most batch dims a strided product takes (more: CuPy's matmul, on copies)
 BATCH_DIMS = 4
 
 _POINTERS = r"""
@@ -200,8 +200,10 @@ def strided_matmul(a, b):
     by one small kernel (nothing crosses from the host: the call stays asynchronous and can
     be recorded in a CUDA graph). CuPy's matmul copies each operand that is not contiguous:
     the heads of an attention layer, views of one (B, T, 3, H, hs) buffer, took 12 copies a
-    layer in a GPT step, 4 ms of its GPU time on an H100. Each product is the one `matmul`
-    computes for that pair of matrices (same cuBLAS call, flags and compute type)."""
+    layer in a GPT step, 4 ms of its GPU time on an H100. Each product is a cuBLAS GEMM of
+    the flags and compute type `matmul` uses (no TF32), but cublasGemmBatchedEx may pick
+    other kernels than CuPy's strided batch of copies: within the contraction tolerance of
+    that result, and bitwise the same run to run."""
     if a.dtype != b.dtype or a.dtype not in TYPES or min(a.ndim, b.ndim) < 2:
         return None
     batch = tuple(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]))

@@ -356,8 +356,12 @@ class Convolutions:
             plan.native = native_execute(plan.graph, plan.index, handle)
         if plan.native:
             run, cpp, backend_handle = plan.native
-            run(dict(zip(plan.uids, pointers)), ws, cpp, backend_handle, None, None, None)
-            return
+            try:
+                run(dict(zip(plan.uids, pointers)), ws, cpp, backend_handle, None, None, None)
+                return
+            except (TypeError, RuntimeError) as exc:  # refused before launching: the public
+                plan.native = False  # execute from now on, the reason kept for a reader
+                self.unordered = f"C++ execute: {type(exc).__name__}: {exc}"
         if plan.ordered:
             plan.graph.execute(pointers, ws, handle=handle, tensor_uids=plan.uids)
             return

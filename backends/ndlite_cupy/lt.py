@@ -12,7 +12,7 @@ product does (no TF32). cuBLASLt's library is the one CuPy's cuBLAS loaded besid
 Per (dtype, N, K, O) key the descriptors, layouts and the heuristic's algorithm are made once;
 per call only the bias pointer is set. The algorithm is cuBLASLt's first heuristic pick (no
 timing), so the same key runs the same kernels: bitwise equal run to run. Calls it cannot
-take (another dtype, no bias, operands not contiguous or not 16-byte aligned, an empty
+take (another dtype, no bias, operands not contiguous or not 256-byte aligned, an empty
 shape, no cuBLASLt) return None: the caller runs the product and the add.
 """
 
@@ -108,6 +108,15 @@ class Plan:
         self.one, self.zero = ctypes.byref(self.scalar(1)), ctypes.byref(self.scalar(0))
         self.algo = ctypes.byref(self.result.algo)
 
+    def __del__(self):
+        lib = library()
+        if lib is not None and getattr(self, "layouts", None) is not None:
+            for layout in self.layouts:
+                if layout.value:
+                    lib.cublasLtMatrixLayoutDestroy(layout)
+            if self.desc.value:
+                lib.cublasLtMatmulDescDestroy(self.desc)
+
     def set(self, lib, attribute: int, value) -> None:
         check(lib.cublasLtMatmulDescSetAttribute(self.desc, attribute, ctypes.byref(value),
                                                  ctypes.sizeof(value)))
@@ -119,10 +128,14 @@ def check(status: int) -> None:
 
 
 _PLANS: dict = {}
+#: plans kept (a handful in training; descriptors of dropped ones are destroyed with them)
+MAX_PLANS = 256
 
 
 def _aligned(*arrays) -> bool:
-    return all(a.data.ptr % 16 == 0 for a in arrays)
+    """cuBLASLt's heuristic assumes 256-byte aligned operands unless told otherwise: views
+    that start elsewhere (x[1:]) take the product and the add."""
+    return all(a.data.ptr % 256 == 0 for a in arrays)
 
 
 def linear(x, weight, bias):
@@ -140,6 +153,8 @@ def linear(x, weight, bias):
     key = (x.dtype, n, k, o, x.device.id)
     plan = _PLANS.get(key)
     if plan is None:
+        if len(_PLANS) >= MAX_PLANS:  # shapes that never repeat (generation's growing T)
+            _PLANS.clear()
         try:
             plan = _PLANS[key] = Plan(lib, x.dtype, n, k, o)
         except RuntimeError:
@@ -150,10 +165,11 @@ def linear(x, weight, bias):
     plan.bias.value = bias.data.ptr
     plan.set(lib, DESC_BIAS_POINTER, plan.bias)
     size = plan.result.workspace
-    workspace = cupy.empty(size, dtype=np.uint8).data.ptr if size else None
+    workspace = cupy.empty(size, dtype=np.uint8) if size else None  # (held past the call)
     a, b, c = plan.layouts
     check(lib.cublasLtMatmul(
         lib.handle, plan.desc, plan.one, weight.data.ptr, a, x.data.ptr, b, plan.zero,
-        out.data.ptr, c, out.data.ptr, c, plan.algo, workspace, size,
-        cupy.cuda.get_current_stream().ptr))
+        out.data.ptr, c, out.data.ptr, c, plan.algo,
+        workspace.data.ptr if size else None, size, cupy.cuda.get_current_stream().ptr))
+    del workspace
     return out

@@ -17,6 +17,7 @@ import enum
 
 import numpy as np
 
+from .. import bounds
 from ..dtypes import is_floating
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
@@ -69,6 +70,7 @@ class _Staged:
 
     def __init__(self, engine, tensor: Tensor, what: str, read: bool = True):
         _check_place(engine, tensor, what)
+        bounds.forget(tensor)  # written in place by the engine, no version bump (bounds.py)
         self.engine, self.tensor = engine, tensor
         backend, buffer = tensor.backend, tensor.buffer
         if backend.kind == engine.native:

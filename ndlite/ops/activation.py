@@ -252,6 +252,9 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
     # one 63-bit seed from the host generator; the backend draws the mask from it where the
     # data lives (a counter-based hash, the same bits on every backend: protocol.dropout_mask)
     seed = int(generator().integers(0, 2**63))
+    if input.dtype in HALF:  # the mask is drawn on the host for halves: once, and kept
+        b = input._backend
+        return input * Tensor._make(b.dropout_mask(input.shape, float(p), seed, input.dtype), b)
     return unary(Dropout, input, p=float(p), seed=seed)
 
 

@@ -31,7 +31,7 @@ def _function(op, doc: str):
 def _relu_grad(node, grad):
     # relu'(0) = 0: the gradient passes only where the output is positive
     out = node.output()
-    if not mode.enabled and out._backend is grad._backend:
+    if not mode.enabled and out._backend is grad._backend and out.dtype == grad.dtype:
         # first order: one backend call on the buffers (protocol relu_grad: bitwise the
         # where(out > 0, grad, 0) below), without two tensor ops
         b = grad._backend

@@ -406,4 +406,7 @@ def test_linear_adds_the_bias_in_the_product_s_epilogue(x_shape, out_features, d
         assert got.shape == want.shape and got.dtype == np.dtype(dtype)
         assert (np.abs(host(got) - want) <= eps * scale).all()
     assert lt.linear(on_gpu(x), on_gpu(w), on_gpu(bias)[1:]) is None
+    shifted = on_gpu(np.concatenate([x.ravel()[:1], x.ravel()]))[1:].reshape(x.shape)
+    assert lt.linear(shifted, on_gpu(w), aligned) is None  # one element off a 256-byte line
+    assert (np.abs(host(b.linear(shifted, on_gpu(w), aligned)) - want) <= eps * scale).all()
     assert_same_bits(host(fused), host(lt.linear(on_gpu(x), on_gpu(w), aligned)))

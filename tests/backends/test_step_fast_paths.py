@@ -63,3 +63,15 @@ def test_relu_backward_and_the_batch_norm_counter_use_them(backend):
     for _ in range(3):
         bn(ndlite.tensor(np.ones((2, 2, 2, 2)), dtype=ndlite.float32, backend=backend))
     assert bn.num_batches_tracked.item() == 3 and bn.num_batches_tracked.dtype == np.int64
+
+
+def test_relu_backward_with_a_gradient_of_another_dtype(backend):
+    """backward(gradient=) in float64 on a float32 ReLU: the composed path promotes (the
+    one-call relu_grad takes one dtype), as before."""
+    if np.dtype("float64") not in backend.dtypes:
+        pytest.skip(f"no float64 on {backend.name}")
+    x = ndlite.tensor(np.linspace(-2, 2, 8), dtype=ndlite.float32, backend=backend,
+                      requires_grad=True)
+    g = np.linspace(1, 8, 8)
+    ndlite.nn.functional.relu(x).backward(ndlite.tensor(g, backend=backend))
+    np.testing.assert_allclose(x.grad.numpy(), np.where(x.detach().numpy() > 0, g, 0))

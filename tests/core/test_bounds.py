@@ -69,3 +69,28 @@ def test_embedding_indices_and_arange_positions_are_not_read_back(reads):
     np.testing.assert_array_equal(positions.numpy(), np.arange(12.0).reshape(4, 3))
     with pytest.raises(IndexError, match="index out of range: values from 0 to 4"):
         F.embedding(ndlite.arange(5, backend=DEVICE), weight)
+
+
+def test_aliases_exports_and_collectives_forget_the_range(reads):
+    """A tensor whose memory another tensor now shares (set_, .data =), or that was exported
+    through DLPack, can change without its version counting it: its range is not trusted."""
+    from ndlite import bounds
+
+    for alias in ("set_", "data", "dlpack"):
+        target = ndlite.tensor([0, 4, 2, 1, 3, 0], backend=DEVICE)
+        assert bounds.known(target) == (0, 4)
+        other = ndlite.tensor([1, 1, 1, 1, 1, 1], backend=DEVICE)
+        if alias == "set_":
+            other.set_(target)
+        elif alias == "data":
+            other.data = target
+        else:
+            try:
+                target.__dlpack__()
+            except BufferError:  # a backend that exports only a copy: forgotten all the same
+                pass
+        assert bounds.known(target) is None, alias
+        if alias != "dlpack":
+            other[1] = 9  # through the alias: target's version does not count it
+            with pytest.raises(IndexError, match="target 9 is out of bounds"):
+                F.cross_entropy(_logits(), target)
