@@ -11,8 +11,8 @@ convolutions) or for a geometry it declines, nn.py's paths run.
 Each (op, shapes, stride, padding, dilation, groups, threads) gets one primitive, made once
 and cached: the convolution with every layout left to oneDNN ("any": blocked, nChw16c on
 AVX-512) and the reorders from and to our NCHW / OIHW arrays around it, the blocked copies in
-scratch buffers (scratch.py). oneDNN's OpenMP pool (libgomp) is set to the backend's thread count
-(threads.total()) before a primitive is made and before each run, so OMP_NUM_THREADS /
+scratch buffers (scratch.py). oneDNN's OpenMP pool (libgomp) is set to the backend's thread
+count (threads.total()) before a primitive is made and before each run: OMP_NUM_THREADS /
 OPENBLAS_NUM_THREADS / threadpoolctl are the one knob, as for the other paths.
 """
 
@@ -144,8 +144,7 @@ def _after_fork():
 os.register_at_fork(after_in_child=_after_fork)
 
 
-def available() -> bool:
-    return _lib is not None
+def available() -> bool: return _lib is not None  # noqa: E704
 
 
 def status() -> str:
@@ -220,15 +219,12 @@ class _Operand:
     def bind(self, array):
         _ok(_lib.dnnl_memory_set_data_handle(self.plain, ctypes.c_void_p(array.ctypes.data)),
             "dnnl_memory_set_data_handle")
-        if self.reorder is not None:  # 64-byte aligned, for the blocked kernels' loads
-            # held until release(): scratch keeps no buffer over a quarter of its limit, and
-            # oneDNN only has the address (a freed one crashed a 10,000-image evaluation)
+        if self.reorder is not None:  # 64-byte aligned; held through the run (oneDNN has only
+            # the address, and scratch keeps no large buffer: a freed one crashed CI)
             self.held = buf = scratch.buffer(("onednn", self.name), (self.size,), np.float32)
             _ok(_lib.dnnl_memory_set_data_handle(self.mem, ctypes.c_void_p(
                 buf.ctypes.data + (-buf.ctypes.data % 64))), "dnnl_memory_set_data_handle")
 
-    def release(self):
-        self.held = None
 
     def convert(self):
         if self.reorder is not None:
@@ -310,8 +306,7 @@ class _Conv:
             operand.convert()
         _execute(self.primitive, {op.name: op.mem for op in self.operands})
         self.operands[2].convert()
-        for operand in self.operands:
-            operand.release()
+        self.operands[0].held = self.operands[1].held = self.operands[2].held = None
         return out
 
 
