@@ -35,18 +35,22 @@ if len(HALF) > 1:
     TYPES[HALF[1]] = (CUDA_R_16BF, CUBLAS_COMPUTE_32F, ctypes.c_float)
 
 
-@cache
-def _cublas():
-    """The libcublas that CuPy loaded (found in this process's memory map)."""
-    cupy.cuda.device.get_cublas_handle()  # makes CuPy load it
-    path = None
+def loaded(name: str) -> str:
+    """The path of the library `name` (libcublas, libcublasLt) that CuPy loaded, found in this
+    process's memory map, else the bare name for the loader to find."""
+    cupy.cuda.device.get_cublas_handle()  # makes CuPy load cuBLAS (and cuBLASLt with it)
     with open("/proc/self/maps") as maps:
         for line in maps:
-            name = line.rsplit(None, 1)[-1]
-            if re.search(r"/libcublas\.so(\.\d+)*$", name):
-                path = name
-                break
-    lib = ctypes.CDLL(path or "libcublas.so")
+            path = line.rsplit(None, 1)[-1]
+            if re.search(rf"/{name}\.so(\.\d+)*$", path):
+                return path
+    return f"{name}.so"
+
+
+@cache
+def _cublas():
+    """The libcublas that CuPy loaded."""
+    lib = ctypes.CDLL(loaded("libcublas"))
     lib.cublasSetStream_v2.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
     lib.cublasSetStream_v2.restype = ctypes.c_int
     i, p = ctypes.c_int, ctypes.c_void_p

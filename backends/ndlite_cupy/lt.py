@@ -19,11 +19,12 @@ shape, no cuBLASLt) return None: the caller runs the product and the add.
 from __future__ import annotations
 
 import ctypes
-import re
 from functools import cache
 
 import cupy
 import numpy as np
+
+from .blas import loaded
 
 # cuBLASLt enum values (library ABI, stable across CUDA 11-13)
 CUDA_R_32F, CUDA_R_64F = 0, 1
@@ -50,16 +51,8 @@ class HeuristicResult(ctypes.Structure):
 @cache
 def library():
     """libcublasLt, as CuPy's cuBLAS loaded it; None where it cannot be found or used."""
-    cupy.cuda.device.get_cublas_handle()  # makes CuPy load cuBLAS (and cuBLASLt with it)
-    path = None
-    with open("/proc/self/maps") as maps:
-        for line in maps:
-            name = line.rsplit(None, 1)[-1]
-            if re.search(r"/libcublasLt\.so(\.\d+)*$", name):
-                path = name
-                break
     try:
-        lib = ctypes.CDLL(path or "libcublasLt.so")
+        lib = ctypes.CDLL(loaded("libcublasLt"))
         handle = ctypes.c_void_p()
         if lib.cublasLtCreate(ctypes.byref(handle)) != 0:
             return None

@@ -199,18 +199,25 @@ __global__ void ndl_causal_softmax_grad(const T* grad, const T* out, T* grad_x, 
 
 // ---- dropout_mask ----------------------------------------------------------------------------
 
-// out[i] = scale where the top 24 bits of splitmix64(seed + (i + 1) * golden) reach threshold,
-// else 0 (ndlite/device/transformer_fallbacks.py): one counter-based draw per element.
+// Whether element i is kept: the top 24 bits of splitmix64(seed + (i + 1) * golden) reach
+// threshold (ndlite/device/transformer_fallbacks.py): one counter-based draw per element.
+__device__ inline bool ndl_dropout_keep(unsigned long long seed, unsigned long long i,
+                                        unsigned long long threshold) {
+  unsigned long long z = seed + (i + 1) * 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z = z ^ (z >> 31);
+  return (z >> 40) >= threshold;
+}
+
+// out[i] = scale where element i is kept, else 0.
 template <typename T, typename I>
 __global__ void ndl_dropout_mask(T* out, unsigned long long seed, unsigned long long threshold,
                                  T scale, I n) {
   for (I i = static_cast<I>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<I>(gridDim.x) * blockDim.x) {
-    unsigned long long z = seed + static_cast<unsigned long long>(i + 1) * 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z = z ^ (z >> 31);
-    out[i] = (z >> 40) >= threshold ? scale : T(0);
+    out[i] = ndl_dropout_keep(seed, static_cast<unsigned long long>(i), threshold) ? scale
+                                                                                   : T(0);
   }
 }
 
@@ -221,10 +228,7 @@ __global__ void ndl_dropout(const T* x, T* out, unsigned long long seed,
                             unsigned long long threshold, T scale, I n) {
   for (I i = static_cast<I>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<I>(gridDim.x) * blockDim.x) {
-    unsigned long long z = seed + static_cast<unsigned long long>(i + 1) * 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z = z ^ (z >> 31);
-    out[i] = x[i] * ((z >> 40) >= threshold ? scale : T(0));
+    out[i] = x[i] * (ndl_dropout_keep(seed, static_cast<unsigned long long>(i), threshold)
+                     ? scale : T(0));
   }
 }
