@@ -93,7 +93,7 @@ def max_pool2d(x, kernel_size, out_size):
         else:
             _max_pool_any(x, lo, hi, kh, kw, values, indices)
 
-    threads_.run(part, threads_.plan(n, 4 * x.size))
+    threads_.spread(part, n, x.size)  # nogil kernels: up to every thread
     return values, indices
 
 
@@ -102,6 +102,6 @@ def max_pool2d_grad(grad_output, indices, input_shape, kernel_size, out_size):
     go, idx = np.ascontiguousarray(grad_output), np.ascontiguousarray(indices)
     tiled = (oh * kh, ow * kw) == tuple(input_shape[2:])
     grad = (np.empty if tiled else np.zeros)(input_shape, dtype=go.dtype)
-    threads_.run(lambda lo, hi: max_pool_grad(go, idx, lo, hi, kh, kw, grad),
-                 threads_.plan(input_shape[0], 4 * int(np.prod(input_shape))))
+    threads_.spread(lambda lo, hi: max_pool_grad(go, idx, lo, hi, kh, kw, grad),
+                    input_shape[0], int(np.prod(input_shape)))
     return grad

@@ -30,6 +30,9 @@ import numpy as np
 
 #: the least work of a piece (in multiply-adds, or an estimate of as many simple operations)
 MIN_WORK = 1 << 21
+#: the least elements of a piece of a memory-bound compiled kernel (`spread`): 1 MiB of
+#: float32, about 0.1 ms of one core's copying, against ~20 us to wake a thread of the pool
+MIN_ELEMENTS = 1 << 18
 #: products with a side shorter than this are left to BLAS's own threads
 SKINNY = 64
 #: OpenBLAS threads products from about this many multiply-adds (its GEMM_MULTITHREAD_THRESHOLD
@@ -115,6 +118,20 @@ def plan(n: int, work: float) -> list[tuple[int, int]]:
     if work < 2 * MIN_WORK:
         return [(0, n)]
     return chunks(n, min(count(), int(work // MIN_WORK)) if MIN_WORK else count())
+
+
+def spread(part, n: int, size: int) -> None:
+    """part(start, stop) over range(n), for a compiled kernel that releases the GIL touching
+    `size` elements in all: cut into up to total() pieces (not count(): the pieces do not queue
+    for the GIL, so MAX_THREADS does not apply) of at least MIN_ELEMENTS, run at once by `run`;
+    one piece runs on the calling thread, without `run`'s bookkeeping."""
+    parts = min(total(), n) if size >= 2 * MIN_ELEMENTS else 1
+    if MIN_ELEMENTS:  # (0: as many pieces as threads however small, for tests)
+        parts = min(parts, size // MIN_ELEMENTS)
+    if parts < 2:
+        part(0, n)
+    else:
+        run(part, chunks(n, parts))
 
 
 def run(part, pieces: list[tuple[int, int]]) -> list:

@@ -36,15 +36,16 @@ def split(threads: int, chunk_bytes: int, wide_pixels: int | None = None):
     """Every kernel cuts its batch into `threads` pieces however small, and convolution its
     pieces into chunks of chunk_bytes of columns (1: one image a chunk); wide_pixels: 0 for
     one product per image, a large number for one product per chunk."""
-    before = threads_.MIN_WORK, kernels.CHUNK_BYTES, kernels.WIDE_PIXELS
-    threads_.MIN_WORK, kernels.CHUNK_BYTES = 0, chunk_bytes
+    before = threads_.MIN_WORK, threads_.MIN_ELEMENTS, kernels.CHUNK_BYTES, kernels.WIDE_PIXELS
+    threads_.MIN_WORK, threads_.MIN_ELEMENTS, kernels.CHUNK_BYTES = 0, 0, chunk_bytes
     if wide_pixels is not None:
         kernels.WIDE_PIXELS = wide_pixels
     try:
         with threads_.forced(threads):
             yield
     finally:
-        threads_.MIN_WORK, kernels.CHUNK_BYTES, kernels.WIDE_PIXELS = before
+        (threads_.MIN_WORK, threads_.MIN_ELEMENTS, kernels.CHUNK_BYTES,
+         kernels.WIDE_PIXELS) = before
 
 
 @pytest.fixture(autouse=True)
