@@ -29,7 +29,7 @@ from . import kernels, threads
 MIN_SIZE = 1 << 14
 
 if kernels.numba is not None:
-    from numba import njit
+    from numba import njit, prange
 
     _serial = kernels._serial
     _sums = njit(nogil=True, cache=True, fastmath={"reassoc"})
@@ -87,6 +87,37 @@ if kernels.numba is not None:
             out[lo + j] = part[j]
 
 
+    # the same kernels over `parts` pieces as one parallel launch on numba's threading layer
+    # (threads.spread's "numba" mode; with NUMBA_THREADING_LAYER=omp, the OpenMP pool that
+    # oneDNN's primitives run on)
+    _par = kernels._jit
+
+    @_par
+    def _relu_par(x, out, zero, n, parts):
+        for p in prange(parts):
+            _relu(x, out, zero, n * p // parts, n * (p + 1) // parts)
+
+    @_par
+    def _relu_grad_par(grad, y, out, zero, n, parts):
+        for p in prange(parts):
+            _relu_grad(grad, y, out, zero, n * p // parts, n * (p + 1) // parts)
+
+    @_par
+    def _bias_add_par(x3, bias, out3, n, parts):
+        for p in prange(parts):
+            _bias_add(x3, bias, out3, n * p // parts, n * (p + 1) // parts)
+
+    @_par
+    def _channel_sums_par(x3, out, n, parts):
+        for p in prange(parts):
+            _channel_sums(x3, out, n * p // parts, n * (p + 1) // parts)
+
+    @_par
+    def _column_sums_par(x, acc, out, n, parts):
+        for p in prange(parts):
+            _column_sums(x, acc, out, n * p // parts, n * (p + 1) // parts)
+
+
 def _fits(*arrays) -> bool:
     """Whether the kernels take these operands: numba on, one float32/float64 dtype, C-contiguous,
     at least MIN_SIZE elements."""
@@ -102,7 +133,7 @@ def relu(x):
         return None
     out, zero = np.empty(x.shape, x.dtype), x.dtype.type(0)
     flat, dst = x.reshape(-1), out.reshape(-1)
-    threads.spread(lambda lo, hi: _relu(flat, dst, zero, lo, hi), x.size, x.size)
+    threads.spread(x.size, x.size, _relu, _relu_par, flat, dst, zero)
     return out
 
 
@@ -112,7 +143,7 @@ def relu_grad(grad, y):
         return None
     out, zero = np.empty(grad.shape, grad.dtype), grad.dtype.type(0)
     g, s, dst = grad.reshape(-1), y.reshape(-1), out.reshape(-1)
-    threads.spread(lambda lo, hi: _relu_grad(g, s, dst, zero, lo, hi), grad.size, grad.size)
+    threads.spread(grad.size, grad.size, _relu_grad, _relu_grad_par, g, s, dst, zero)
     return out
 
 
@@ -127,7 +158,7 @@ def bias_add(x, bias):
     n, c = x.shape[0], x.shape[1]
     out = np.empty(x.shape, x.dtype)
     x3, o3, b = x.reshape(n, c, -1), out.reshape(n, c, -1), bias.reshape(-1)
-    threads.spread(lambda lo, hi: _bias_add(x3, b, o3, lo, hi), n * c, x.size)
+    threads.spread(n * c, x.size, _bias_add, _bias_add_par, x3, b, o3)
     return out
 
 
@@ -138,7 +169,7 @@ def channel_sum(x, axes, keepdims):
         return None
     n, c = x.shape[0], x.shape[1]
     x3, sums = x.reshape(n, c, -1), np.empty(c, np.float64)
-    threads.spread(lambda lo, hi: _channel_sums(x3, sums, lo, hi), c, x.size)
+    threads.spread(c, x.size, _channel_sums, _channel_sums_par, x3, sums)
     out = sums.astype(x.dtype)
     return out.reshape((1, c) + (1,) * (x.ndim - 2)) if keepdims else out
 
@@ -150,7 +181,7 @@ def column_sum(x, axes, keepdims):
         return None
     f = x.shape[1]
     acc, sums = np.empty(f, np.float64), np.empty(f, np.float64)
-    threads.spread(lambda lo, hi: _column_sums(x, acc, sums, lo, hi), f, x.size)
+    threads.spread(f, x.size, _column_sums, _column_sums_par, x, acc, sums)
     out = sums.astype(x.dtype)
     return out.reshape(1, f) if keepdims else out
 

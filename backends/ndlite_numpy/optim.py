@@ -111,7 +111,7 @@ if kernels.numba is not None:
 
 
 def _launch(parallel, serial, *args) -> None:
-    if args[0].size < MIN_SIZE:
+    if args[0].size < MIN_SIZE or not kernels.parallel():
         serial(*args)
     else:
         kernels._launch(parallel, threads.total(), *args)

@@ -33,6 +33,16 @@ MIN_WORK = 1 << 21
 #: the least elements of a piece of a memory-bound compiled kernel (`spread`): 1 MiB of
 #: float32, about 0.1 ms of one core's copying, against ~20 us to wake a thread of the pool
 MIN_ELEMENTS = 1 << 18
+#: how `spread` runs its pieces: "pool" (the backend's threads), "numba" (one parallel launch on
+#: numba's threading layer), "off" (the calling thread only); "auto" (default): "numba" on the
+#: omp layer (oneDNN's OpenMP pool, kernels.py), else "pool"
+SPREAD = os.environ.get("NDLITE_SPREAD", "auto")
+#: in "pool" mode `spread` cuts nothing below this many threads. On the 2-core VM at 2 threads
+#: cutting the memory-bound kernels in two lost there: one core streams the step's arrays from
+#: its L3 about as fast as two (2.4M floats, relu_grad 0.36 ms on one thread, 0.43 on two), and
+#: the other core is taken by oneDNN's OpenMP worker, which spins for milliseconds after each
+#: primitive (seed CNN step 1.05-1.07x PyTorch's uncut, 1.12x cut, alternated runs)
+SPREAD_FROM = int(os.environ.get("NDLITE_SPREAD_FROM", "3"))
 #: products with a side shorter than this are left to BLAS's own threads
 SKINNY = 64
 #: OpenBLAS threads products from about this many multiply-adds (its GEMM_MULTITHREAD_THRESHOLD
@@ -120,18 +130,31 @@ def plan(n: int, work: float) -> list[tuple[int, int]]:
     return chunks(n, min(count(), int(work // MIN_WORK)) if MIN_WORK else count())
 
 
-def spread(part, n: int, size: int) -> None:
-    """part(start, stop) over range(n), for a compiled kernel that releases the GIL touching
-    `size` elements in all: cut into up to total() pieces (not count(): the pieces do not queue
-    for the GIL, so MAX_THREADS does not apply) of at least MIN_ELEMENTS, run at once by `run`;
-    one piece runs on the calling thread, without `run`'s bookkeeping."""
-    parts = min(total(), n) if size >= 2 * MIN_ELEMENTS else 1
+def spread(n: int, size: int, kernel, twin, *args) -> None:
+    """kernel(*args, start, stop) over range(n), for a compiled kernel that releases the GIL
+    and touches `size` elements in all: cut into up to total() pieces of at least MIN_ELEMENTS
+    (MAX_THREADS does not apply: the pieces do not queue for the GIL), run at once, each piece's
+    result depending on its own range only. How (SPREAD, from NDLITE_SPREAD): "pool": the
+    pieces on the backend's pool (`run`); "numba": twin(*args, n, parts), the same kernel over
+    the pieces as one parallel launch on numba's threading layer (with
+    omp layer, the OpenMP pool oneDNN runs on); "off": on the calling thread. In "pool" mode,
+    below SPREAD_FROM threads, everything runs on the calling thread (see SPREAD_FROM)."""
+    from . import kernels
+
+    mode = SPREAD if SPREAD != "auto" else "numba" if kernels.layer() == "omp" else "pool"
+    if mode == "numba" and not kernels.parallel():
+        mode = "off"
+    count_ = total()
+    least = SPREAD_FROM if mode == "pool" else 2
+    parts = min(count_, n) if size >= 2 * MIN_ELEMENTS and count_ >= least else 1
     if MIN_ELEMENTS:  # (0: as many pieces as threads however small, for tests)
         parts = min(parts, size // MIN_ELEMENTS)
-    if parts < 2:
-        part(0, n)
+    if parts < 2 or mode == "off":
+        kernel(*args, 0, n)
+    elif mode == "numba":
+        kernels._launch(twin, parts, *args, n, parts)
     else:
-        run(part, chunks(n, parts))
+        run(lambda lo, hi: kernel(*args, lo, hi), chunks(n, parts))
 
 
 def run(part, pieces: list[tuple[int, int]]) -> list:

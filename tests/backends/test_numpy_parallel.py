@@ -5,6 +5,7 @@ sums and the same bits at 1, 2 and 3 threads, the fallbacks (non-contiguous, bro
 empty, halves, numba off), and RMSprop bit for bit against the reference."""
 
 import contextlib
+import os
 
 import ndlite_numpy.elementwise as elementwise
 import ndlite_numpy.kernels as kernels
@@ -21,6 +22,7 @@ pytestmark = pytest.mark.skipif(not kernels.enabled(),
                                 reason=f"compiled kernels off: {kernels.status()}")
 
 THREADS = pytest.mark.parametrize("threads", [1, 2, 3])
+MODES = pytest.mark.parametrize("mode", ["pool", "numba"])
 DTYPES = pytest.mark.parametrize("dtype", [np.float32, np.float64])
 
 
@@ -30,15 +32,21 @@ def b():
 
 
 @contextlib.contextmanager
-def pieces(threads: int):
-    """`threads` pieces however small the operands, and the kernels for any size."""
-    before = threads_.MIN_ELEMENTS, elementwise.MIN_SIZE
-    threads_.MIN_ELEMENTS, elementwise.MIN_SIZE = 0, 0
+def pieces(threads: int, mode: str = "pool"):
+    """`threads` pieces however small the operands, run the `mode` way (threads.SPREAD), and
+    the kernels for any size."""
+    names = ("MIN_ELEMENTS", "SPREAD_FROM", "SPREAD")
+    before = [getattr(threads_, k) for k in names], elementwise.MIN_SIZE
+    for k, v in zip(names, (0, 1, mode)):
+        setattr(threads_, k, v)
+    elementwise.MIN_SIZE = 0
     try:
         with threads_.forced(threads):
             yield
     finally:
-        threads_.MIN_ELEMENTS, elementwise.MIN_SIZE = before
+        for k, v in zip(names, before[0]):
+            setattr(threads_, k, v)
+        elementwise.MIN_SIZE = before[1]
 
 
 def bits(a: np.ndarray) -> np.ndarray:
@@ -61,13 +69,14 @@ def special(shape, dtype, seed=0) -> np.ndarray:
 shapes = st.tuples(st.integers(1, 5), st.integers(1, 7), st.integers(1, 9), st.integers(1, 9))
 
 
+@MODES
 @THREADS
 @DTYPES
 @settings(max_examples=25, deadline=None)
 @given(shape=shapes, seed=st.integers(0, 2**16))
-def test_relu_and_its_gradient_are_numpys_bit_for_bit(b, threads, dtype, shape, seed):
+def test_relu_and_its_gradient_are_numpys_bit_for_bit(b, mode, threads, dtype, shape, seed):
     x, grad = special(shape, dtype, seed), special(shape, dtype, seed + 1)
-    with pieces(threads):
+    with pieces(threads, mode):
         out = elementwise.relu(x)
         back = elementwise.relu_grad(grad, x)
     np.testing.assert_array_equal(bits(out), bits(np.maximum(x, dtype(0))))
@@ -75,14 +84,15 @@ def test_relu_and_its_gradient_are_numpys_bit_for_bit(b, threads, dtype, shape, 
     assert out.dtype == back.dtype == dtype and out.shape == back.shape == x.shape
 
 
+@MODES
 @THREADS
 @DTYPES
 @settings(max_examples=25, deadline=None)
 @given(shape=shapes, seed=st.integers(0, 2**16), bias_rank=st.sampled_from([3, 4]))
-def test_bias_add_is_numpys_bit_for_bit(threads, dtype, shape, seed, bias_rank):
+def test_bias_add_is_numpys_bit_for_bit(mode, threads, dtype, shape, seed, bias_rank):
     x = special(shape, dtype, seed)
     bias = special((shape[1],), dtype, seed + 1).reshape((1,) * (bias_rank - 3) + (-1, 1, 1))
-    with pieces(threads):
+    with pieces(threads, mode):
         out = elementwise.bias_add(x, bias)
     with np.errstate(invalid="ignore"):
         ref = np.add(x, bias)
@@ -102,8 +112,8 @@ def test_bias_sums_are_float64_sums_rounded_once_the_same_bits_at_any_thread_cou
     x = (rng.standard_normal(shape) * 10.0 ** rng.integers(-3, 4, size=shape)).astype(dtype)
     matrix = x.reshape(shape[0] * shape[1], -1)
     got = []
-    for threads in (1, 2, 3):
-        with pieces(threads):
+    for threads, mode in ((1, "pool"), (2, "pool"), (3, "pool"), (2, "numba"), (3, "numba")):
+        with pieces(threads, mode):
             got.append((elementwise.channel_sum(x, (0, 2, 3), False),
                         elementwise.column_sum(matrix, (0,), False)))
     for a, m in got[1:]:
@@ -176,17 +186,28 @@ def test_backend_ops_take_the_kernels_on_large_operands_and_match_the_numpy_path
         np.testing.assert_allclose(a, r, rtol=1e-5, atol=1e-4)
 
 
-def test_spread_cuts_into_pieces_of_at_least_min_elements():
+def test_spread_cuts_into_pieces_of_at_least_min_elements_from_spread_from_threads():
     seen = []
-    with threads_.forced(3):
-        threads_.spread(lambda lo, hi: seen.append((lo, hi)), 10, 3 * threads_.MIN_ELEMENTS)
-        assert sorted(seen) == [(0, 3), (3, 6), (6, 10)]
+
+    def cut(n, size):
         seen.clear()
-        threads_.spread(lambda lo, hi: seen.append((lo, hi)), 10, threads_.MIN_ELEMENTS)
-        assert seen == [(0, 10)]  # too small to cut
-        seen.clear()
-        threads_.spread(lambda lo, hi: seen.append((lo, hi)), 2, 10 * threads_.MIN_ELEMENTS)
-        assert sorted(seen) == [(0, 1), (1, 2)]  # no more pieces than items
+        threads_.spread(n, size, lambda lo, hi: seen.append((lo, hi)), None)
+        return sorted(seen)
+
+    big, before = threads_.MIN_ELEMENTS, threads_.SPREAD
+    threads_.SPREAD = "pool"  # (a Python part: no compiled twin for "numba")
+    try:
+        with threads_.forced(3):
+            assert cut(10, 3 * big) == [(0, 3), (3, 6), (6, 10)]
+            assert cut(10, big) == [(0, 10)]  # too small to cut
+            assert cut(2, 10 * big) == [(0, 1), (1, 2)]  # no more pieces than items
+            threads_.SPREAD = "off"
+            assert cut(10, 10 * big) == [(0, 10)]
+            threads_.SPREAD = "pool"
+        with threads_.forced(threads_.SPREAD_FROM - 1):
+            assert cut(10, 10 * big) == [(0, 10)]
+    finally:
+        threads_.SPREAD = before
 
 
 @pytest.mark.parametrize("size", [37, optim.MIN_SIZE + 5], ids=["serial", "parallel"])
@@ -217,3 +238,29 @@ def test_rmsprop_leaves_other_dtypes_and_layouts_to_the_reference():
     x = np.ones((4, 6), np.float32)
     assert not optim.rmsprop_step(x[:, ::2], x[:, ::2], x[:, ::2], None, None, 1e-2, 0.99,
                                   1e-8, 0.0, 0.0)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork() here")
+def test_a_forked_child_runs_the_kernels_without_parallel_launches(b):
+    """On the omp layer a parallel launch in a forked child would kill it (GNU OpenMP's
+    threads do not survive fork()): there the serial kernels and the NumPy paths run."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((8, 16, 32, 32)).astype(np.float32)  # past every threshold
+    weight, bias = np.ones(16, np.float32), np.zeros(16, np.float32)
+    with threads_.forced(2):
+        parent = (b.relu(x), b.sum(x, (0, 2, 3), False), b.batch_norm(x, weight, bias, 1e-5)[0])
+        pid = os.fork()
+        if pid == 0:  # the child: exit status 0 only if everything ran and matched
+            code = 1
+            try:
+                child = (b.relu(x), b.sum(x, (0, 2, 3), False),
+                         b.batch_norm(x, weight, bias, 1e-5)[0])
+                p = np.zeros(optim.MIN_SIZE, np.float32)
+                assert optim.rmsprop_step(p, p + 1, p + 1, None, None, 0.1, 0.9, 1e-8, 0.0, 0.0)
+                ok = (np.array_equal(child[0], parent[0]) and np.array_equal(child[1], parent[1])
+                      and np.allclose(child[2], parent[2], atol=1e-5))
+                code = 0 if ok else 2
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
