@@ -210,7 +210,8 @@ def test_spread_cuts_into_pieces_of_at_least_min_elements_from_spread_from_threa
         threads_.SPREAD = before
 
 
-@pytest.mark.parametrize("size", [37, optim.MIN_SIZE + 5], ids=["serial", "parallel"])
+@pytest.mark.parametrize("size", [37, 5000, optim.MIN_SIZE + 5],
+                         ids=["serial", "serial-long", "parallel"])
 @DTYPES
 @pytest.mark.parametrize("centered", [False, True])
 @pytest.mark.parametrize("momentum", [0.0, 0.9])
