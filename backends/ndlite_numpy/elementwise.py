@@ -4,13 +4,13 @@ relu_grad), a convolution's bias add (N, C, H, W) + (1, C, 1, 1), and the sums o
 gradient (every axis but 1) and of a Linear's (axis 0 of a matrix).
 
 NumPy runs each of these on one core, as a generic ufunc loop that allocates its result (ReLU
-as np.maximum, which also tests for NaN): a serial kernel writing into the result is 3x faster
-on one core (2.4M floats: 0.20 against 0.71 ms), and on many cores the work is spread:
-`threads.spread` cuts it into contiguous pieces of at least `threads.MIN_ELEMENTS` run at once
-on the backend's pool (the kernels release the GIL, so the pool's cap for GIL-holding pieces
-does not apply). A Python-pool launch cost ~23 us against ~50-70 us for numba's parallel=True
-on its workqueue layer (2-core VM), and the same serial kernels serve small arrays on the
-calling thread and a forked child.
+as np.maximum, which also tests for NaN): a serial kernel writing into the result is 2.5-4x
+faster on one core (2.4M floats relu: 0.18 against 0.68 ms). On several threads the work is cut
+by `threads.spread` into contiguous pieces of at least `threads.MIN_ELEMENTS`, each piece the
+serial kernel over its range: with oneDNN as one launch of the kernel's prange twin on numba's
+omp layer, i.e. on oneDNN's own OpenMP workers (kernels.py says why), else on the backend's
+Python pool (the kernels release the GIL, so the pool's cap for GIL-holding pieces does not
+apply). The same serial kernels serve small arrays and a forked child on the calling thread.
 
 Results are the NumPy path's bit for bit (elementwise: one rounding, NaN and -0.0 as
 np.maximum / np.where give them) or, for the sums, float64 accumulations rounded once, every

@@ -96,7 +96,8 @@ def total() -> int:
 def describe() -> str:
     """The thread counts in force, for `ndlite info`."""
     blas = ", ".join(f"{c.internal_api} {c.num_threads}" for c in _controllers()) or "none"
-    return (f"{total()} (BLAS: {blas}; cores usable: {_cores}; Python pool: {count()}); "
+    return (f"{total()} (BLAS: {blas}; cores usable: {_cores}; Python pool: {count()}; "
+            f"memory-bound kernels: NDLITE_SPREAD={SPREAD}); "
             "set OMP_NUM_THREADS / OPENBLAS_NUM_THREADS or threadpoolctl")
 
 
