@@ -104,7 +104,7 @@ def status() -> str:
             "ReLU, bias add and sums, optimizer steps")
 
 
-_lock = threading.Lock()  # the workqueue layer takes one launch at a time
+_lock = threading.Lock()  # numba takes one parallel launch at a time (workqueue, omp)
 
 
 def _launch(kernel, threads: int, *args) -> None:
