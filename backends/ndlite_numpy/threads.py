@@ -38,10 +38,11 @@ MIN_ELEMENTS = 1 << 18
 #: omp layer (oneDNN's OpenMP pool, kernels.py), else "pool"
 SPREAD = os.environ.get("NDLITE_SPREAD", "auto")
 #: in "pool" mode `spread` cuts nothing below this many threads. On the 2-core VM at 2 threads
-#: cutting the memory-bound kernels in two lost there: one core streams the step's arrays from
-#: its L3 about as fast as two (2.4M floats, relu_grad 0.36 ms on one thread, 0.43 on two), and
-#: the other core is taken by oneDNN's OpenMP worker, which spins for milliseconds after each
-#: primitive (seed CNN step 1.05-1.07x PyTorch's uncut, 1.12x cut, alternated runs)
+#: cutting the memory-bound kernels in two on the pool lost (2.4M floats, relu_grad 0.36 ms on
+#: one thread, 0.43 on two; seed CNN step 1.05-1.07x PyTorch's uncut, 1.12x cut): waking a pool
+#: thread costs more than they gain, and in a step the other core is taken by oneDNN's OpenMP
+#: worker, which spins for milliseconds after each primitive ("numba" mode runs on it instead:
+#: 0.50 -> 0.28 ms there)
 SPREAD_FROM = int(os.environ.get("NDLITE_SPREAD_FROM", "3"))
 #: products with a side shorter than this are left to BLAS's own threads
 SKINNY = 64
