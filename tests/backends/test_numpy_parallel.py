@@ -1,7 +1,7 @@
 """The NumPy backend's memory-bound kernels spread over threads (elementwise.py, threads.spread,
 optim.py's RMSprop; numba, optional): ReLU, relu_grad and the bias add bit for bit against
 NumPy's ufuncs (NaN payloads, signed zeros, infinities), the bias-gradient sums against float64
-sums and the same bits at 1, 2 and 3 threads, the fallbacks (non-contiguous, broadcast, tiny,
+sums and the same bits at 1, 2, 3 and 16 threads, the fallbacks (non-contiguous, broadcast, tiny,
 empty, halves, numba off), and RMSprop bit for bit against the reference."""
 
 import contextlib
@@ -21,7 +21,7 @@ from ndlite.device import fallbacks
 pytestmark = pytest.mark.skipif(not kernels.enabled(),
                                 reason=f"compiled kernels off: {kernels.status()}")
 
-THREADS = pytest.mark.parametrize("threads", [1, 2, 3])
+THREADS = pytest.mark.parametrize("threads", [1, 2, 3, 16])
 MODES = pytest.mark.parametrize("mode", ["pool", "numba"])
 DTYPES = pytest.mark.parametrize("dtype", [np.float32, np.float64])
 
@@ -112,7 +112,8 @@ def test_bias_sums_are_float64_sums_rounded_once_the_same_bits_at_any_thread_cou
     x = (rng.standard_normal(shape) * 10.0 ** rng.integers(-3, 4, size=shape)).astype(dtype)
     matrix = x.reshape(shape[0] * shape[1], -1)
     got = []
-    for threads, mode in ((1, "pool"), (2, "pool"), (3, "pool"), (2, "numba"), (3, "numba")):
+    for threads, mode in ((1, "pool"), (2, "pool"), (3, "pool"), (16, "pool"), (2, "numba"),
+                          (3, "numba"), (16, "numba")):
         with pieces(threads, mode):
             got.append((elementwise.channel_sum(x, (0, 2, 3), False),
                         elementwise.column_sum(matrix, (0,), False)))
