@@ -100,7 +100,7 @@ def describe() -> str:
     """The thread counts in force, for `ndlite info`."""
     blas = ", ".join(f"{c.internal_api} {c.num_threads}" for c in _controllers()) or "none"
     return (f"{total()} (BLAS: {blas}; cores usable: {_cores}; Python pool: {count()}; "
-            f"memory-bound kernels: NDLITE_SPREAD={SPREAD}); "
+            f"memory-bound kernels: {spread_mode()} (NDLITE_SPREAD)); "
             "set OMP_NUM_THREADS / OPENBLAS_NUM_THREADS or threadpoolctl")
 
 
@@ -134,6 +134,18 @@ def plan(n: int, work: float) -> list[tuple[int, int]]:
     return chunks(n, min(count(), int(work // MIN_WORK)) if MIN_WORK else count())
 
 
+def spread_mode() -> str:
+    """SPREAD, with "auto" resolved: "numba" on numba's omp layer, else "pool" ("off" without
+    numba: no kernels)."""
+    from . import kernels
+
+    if kernels.numba is None:
+        return "off"
+    if SPREAD != "auto":
+        return SPREAD
+    return "numba" if kernels.layer() == "omp" else "pool"
+
+
 def spread(n: int, size: int, kernel, twin, *args) -> None:
     """kernel(*args, start, stop) over range(n), for a compiled kernel that releases the GIL
     and touches `size` elements in all: cut into up to total() pieces of at least MIN_ELEMENTS
@@ -145,7 +157,7 @@ def spread(n: int, size: int, kernel, twin, *args) -> None:
     below SPREAD_FROM threads, everything runs on the calling thread (see SPREAD_FROM)."""
     from . import kernels
 
-    mode = SPREAD if SPREAD != "auto" else "numba" if kernels.layer() == "omp" else "pool"
+    mode = spread_mode()
     if mode == "numba" and not kernels.parallel():
         mode = "off"
     count_ = total()
