@@ -19,7 +19,7 @@ from ndlite.device import Backend, BackendUnavailableError, XpBackend
 from ndlite.device.halfmath import compute_in_float32, scalar_in_float32
 from ndlite.dtypes import HALF, is_floating
 
-from . import elementwise, kernels, nn, norm, onednn, onednn_gemm, optim, scratch, threads
+from . import elementwise, kernels, nn, norm, onednn, onednn_gemm, optim, scratch, spread, threads
 
 
 def _array_ufunc(ufunc, arity: int):
@@ -156,6 +156,7 @@ class NumpyBackend(XpBackend):
     def info(self) -> dict:
         return {**super().info(), "numpy": np.__version__, "devices": [self.device_name()],
                 "threads": threads.describe(), "kernels": kernels.status(),
+                "memory_bound_kernels": spread.describe(),
                 "onednn": onednn.status()}
 
     def erf(self, x):

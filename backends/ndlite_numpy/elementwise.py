@@ -6,7 +6,7 @@ gradient (every axis but 1) and of a Linear's (axis 0 of a matrix).
 NumPy runs each of these on one core, as a generic ufunc loop that allocates its result (ReLU
 as np.maximum, which also tests for NaN): a serial kernel writing into the result is 2.5-4x
 faster on one core (2.4M floats relu: 0.18 against 0.68 ms). On several threads the work is cut
-by `threads.spread` into contiguous pieces of at least `threads.MIN_ELEMENTS`, each piece the
+by `spread.spread` into contiguous pieces of at least `spread.MIN_ELEMENTS`, each piece the
 serial kernel over its range: with oneDNN as one launch of the kernel's prange twin on numba's
 omp layer, i.e. on oneDNN's own OpenMP workers (kernels.py says why), else on the backend's
 Python pool (the kernels release the GIL, so the pool's cap for GIL-holding pieces does not
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import kernels, threads
+from . import kernels, spread
 
 #: smaller operands stay on NumPy (a numba call costs about a microsecond more than a ufunc's)
 MIN_SIZE = 1 << 14
@@ -93,8 +93,8 @@ if kernels.numba is not None:
 
 
     # the same kernels over `parts` pieces as one parallel launch on numba's threading layer
-    # (threads.spread's "numba" mode; with NUMBA_THREADING_LAYER=omp, the OpenMP pool that
-    # oneDNN's primitives run on)
+    # (spread.py's "numba" mode; on the omp layer, the OpenMP pool that oneDNN's primitives
+    # run on)
     _par = kernels._jit
 
     @_par
@@ -138,7 +138,7 @@ def relu(x):
         return None
     out, zero = np.empty(x.shape, x.dtype), x.dtype.type(0)
     flat, dst = x.reshape(-1), out.reshape(-1)
-    threads.spread(x.size, x.size, _relu, _relu_par, flat, dst, zero)
+    spread.spread(x.size, x.size, _relu, _relu_par, flat, dst, zero)
     return out
 
 
@@ -148,7 +148,7 @@ def relu_grad(grad, y):
         return None
     out, zero = np.empty(grad.shape, grad.dtype), grad.dtype.type(0)
     g, s, dst = grad.reshape(-1), y.reshape(-1), out.reshape(-1)
-    threads.spread(grad.size, grad.size, _relu_grad, _relu_grad_par, g, s, dst, zero)
+    spread.spread(grad.size, grad.size, _relu_grad, _relu_grad_par, g, s, dst, zero)
     return out
 
 
@@ -163,7 +163,7 @@ def bias_add(x, bias):
     n, c = x.shape[0], x.shape[1]
     out = np.empty(x.shape, x.dtype)
     x3, o3, b = x.reshape(n, c, -1), out.reshape(n, c, -1), bias.reshape(-1)
-    threads.spread(n * c, x.size, _bias_add, _bias_add_par, x3, b, o3)
+    spread.spread(n * c, x.size, _bias_add, _bias_add_par, x3, b, o3)
     return out
 
 
@@ -174,7 +174,7 @@ def channel_sum(x, axes, keepdims):
         return None
     n, c = x.shape[0], x.shape[1]
     x3, sums = x.reshape(n, c, -1), np.empty(c, np.float64)
-    threads.spread(c, x.size, _channel_sums, _channel_sums_par, x3, sums)
+    spread.spread(c, x.size, _channel_sums, _channel_sums_par, x3, sums)
     out = sums.astype(x.dtype)
     return out.reshape((1, c) + (1,) * (x.ndim - 2)) if keepdims else out
 
@@ -186,7 +186,7 @@ def column_sum(x, axes, keepdims):
         return None
     f = x.shape[1]
     acc, sums = np.empty(f, np.float64), np.empty(f, np.float64)
-    threads.spread(f, x.size, _column_sums, _column_sums_par, x, acc, sums)
+    spread.spread(f, x.size, _column_sums, _column_sums_par, x, acc, sums)
     out = sums.astype(x.dtype)
     return out.reshape(1, f) if keepdims else out
 

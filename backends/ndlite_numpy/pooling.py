@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import kernels
-from . import threads as threads_
+from . import kernels, spread
 
 if kernels.numba is not None:
     from numba import njit, prange
@@ -113,7 +112,7 @@ def max_pool2d(x, kernel_size, out_size):
     values = np.empty((n, c, oh, ow), dtype=x.dtype)
     indices = np.empty((n, c, oh, ow), dtype=np.int64)
 
-    threads_.spread(n, x.size, _max_pool_serial, _max_pool_par, x, kh, kw, values, indices)
+    spread.spread(n, x.size, _max_pool_serial, _max_pool_par, x, kh, kw, values, indices)
     return values, indices
 
 
@@ -122,6 +121,6 @@ def max_pool2d_grad(grad_output, indices, input_shape, kernel_size, out_size):
     go, idx = np.ascontiguousarray(grad_output), np.ascontiguousarray(indices)
     tiled = (oh * kh, ow * kw) == tuple(input_shape[2:])
     grad = (np.empty if tiled else np.zeros)(input_shape, dtype=go.dtype)
-    threads_.spread(input_shape[0], int(np.prod(input_shape)), _max_pool_grad_serial,
+    spread.spread(input_shape[0], int(np.prod(input_shape)), _max_pool_grad_serial,
                     _max_pool_grad_par, go, idx, kh, kw, grad)
     return grad

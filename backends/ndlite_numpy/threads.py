@@ -30,22 +30,6 @@ import numpy as np
 
 #: the least work of a piece (in multiply-adds, or an estimate of as many simple operations)
 MIN_WORK = 1 << 21
-#: the least elements of a piece of a memory-bound compiled kernel (`spread`): 256 KiB of
-#: float32, 10-30 us of one core's work, against a ~5 us launch on numba's omp layer (2-core
-#: VM, 2 threads: 2^18 floats cut into two pieces instead of one, relu_grad 0.034 -> 0.029 ms,
-#: channel sums 0.039 -> 0.024; 2^16 cut into two pieces of 2^15 lost, relu 0.006 -> 0.010)
-MIN_ELEMENTS = 1 << 16
-#: how `spread` runs its pieces: "pool" (the backend's threads), "numba" (one parallel launch on
-#: numba's threading layer), "off" (the calling thread only); "auto" (default): "numba" on the
-#: omp layer (oneDNN's OpenMP pool, kernels.py), else "pool"
-SPREAD = os.environ.get("NDLITE_SPREAD", "auto")
-#: in "pool" mode `spread` cuts nothing below this many threads. On the 2-core VM at 2 threads
-#: cutting the memory-bound kernels in two on the pool lost (2.4M floats, relu_grad 0.36 ms on
-#: one thread, 0.43 on two; seed CNN step 1.05-1.07x PyTorch's uncut, 1.12x cut): waking a pool
-#: thread costs more than they gain, and in a step the other core is taken by oneDNN's OpenMP
-#: worker, which spins for milliseconds after each primitive ("numba" mode runs on it instead:
-#: 0.50 -> 0.28 ms there)
-SPREAD_FROM = int(os.environ.get("NDLITE_SPREAD_FROM", "3"))
 #: products with a side shorter than this are left to BLAS's own threads
 SKINNY = 64
 #: OpenBLAS threads products from about this many multiply-adds (its GEMM_MULTITHREAD_THRESHOLD
@@ -99,8 +83,7 @@ def total() -> int:
 def describe() -> str:
     """The thread counts in force, for `ndlite info`."""
     blas = ", ".join(f"{c.internal_api} {c.num_threads}" for c in _controllers()) or "none"
-    return (f"{total()} (BLAS: {blas}; cores usable: {_cores}; Python pool: {count()}; "
-            f"memory-bound kernels: {spread_mode()} (NDLITE_SPREAD)); "
+    return (f"{total()} (BLAS: {blas}; cores usable: {_cores}; Python pool: {count()}); "
             "set OMP_NUM_THREADS / OPENBLAS_NUM_THREADS or threadpoolctl")
 
 
@@ -132,45 +115,6 @@ def plan(n: int, work: float) -> list[tuple[int, int]]:
     if work < 2 * MIN_WORK:
         return [(0, n)]
     return chunks(n, min(count(), int(work // MIN_WORK)) if MIN_WORK else count())
-
-
-def spread_mode() -> str:
-    """SPREAD, with "auto" resolved: "numba" on numba's omp layer, else "pool" ("off" without
-    numba: no kernels)."""
-    from . import kernels
-
-    if kernels.numba is None:
-        return "off"
-    if SPREAD != "auto":
-        return SPREAD
-    return "numba" if kernels.layer() == "omp" else "pool"
-
-
-def spread(n: int, size: int, kernel, twin, *args) -> None:
-    """kernel(*args, start, stop) over range(n), for a compiled kernel that releases the GIL
-    and touches `size` elements in all: cut into up to total() pieces of at least MIN_ELEMENTS
-    (MAX_THREADS does not apply: the pieces do not queue for the GIL), run at once, each piece's
-    result depending on its own range only. How (SPREAD, from NDLITE_SPREAD): "pool": the
-    pieces on the backend's pool (`run`); "numba": twin(*args, n, parts), the same kernel over
-    the pieces as one parallel launch on numba's threading layer (with
-    omp layer, the OpenMP pool oneDNN runs on); "off": on the calling thread. In "pool" mode,
-    below SPREAD_FROM threads, everything runs on the calling thread (see SPREAD_FROM)."""
-    from . import kernels
-
-    mode = spread_mode()
-    if mode == "numba" and not kernels.parallel():
-        mode = "off"
-    count_ = total()
-    least = SPREAD_FROM if mode == "pool" else 2
-    parts = min(count_, n) if size >= 2 * MIN_ELEMENTS and count_ >= least else 1
-    if MIN_ELEMENTS:  # (0: as many pieces as threads however small, for tests)
-        parts = min(parts, size // MIN_ELEMENTS)
-    if parts < 2 or mode == "off":
-        kernel(*args, 0, n)
-    elif mode == "numba":
-        kernels._launch(twin, parts, *args, n, parts)
-    else:
-        run(lambda lo, hi: kernel(*args, lo, hi), chunks(n, parts))
 
 
 def run(part, pieces: list[tuple[int, int]]) -> list:

@@ -9,6 +9,7 @@ import ndlite_numpy.kernels as kernels
 import ndlite_numpy.nn as nn
 import ndlite_numpy.onednn as onednn
 import ndlite_numpy.optim as optim
+import ndlite_numpy.spread as spread
 import ndlite_numpy.threads as threads_
 import ndlite_numpy.winograd as winograd
 import numpy as np
@@ -36,9 +37,9 @@ def split(threads: int, chunk_bytes: int, wide_pixels: int | None = None):
     """Every kernel cuts its batch into `threads` pieces however small, and convolution its
     pieces into chunks of chunk_bytes of columns (1: one image a chunk); wide_pixels: 0 for
     one product per image, a large number for one product per chunk."""
-    before = (threads_.MIN_WORK, threads_.MIN_ELEMENTS, threads_.SPREAD_FROM,
+    before = (threads_.MIN_WORK, spread.MIN_ELEMENTS, spread.SPREAD_FROM,
               kernels.CHUNK_BYTES, kernels.WIDE_PIXELS)
-    threads_.MIN_WORK, threads_.MIN_ELEMENTS, threads_.SPREAD_FROM = 0, 0, 1
+    threads_.MIN_WORK, spread.MIN_ELEMENTS, spread.SPREAD_FROM = 0, 0, 1
     kernels.CHUNK_BYTES = chunk_bytes
     if wide_pixels is not None:
         kernels.WIDE_PIXELS = wide_pixels
@@ -46,7 +47,7 @@ def split(threads: int, chunk_bytes: int, wide_pixels: int | None = None):
         with threads_.forced(threads):
             yield
     finally:
-        (threads_.MIN_WORK, threads_.MIN_ELEMENTS, threads_.SPREAD_FROM, kernels.CHUNK_BYTES,
+        (threads_.MIN_WORK, spread.MIN_ELEMENTS, spread.SPREAD_FROM, kernels.CHUNK_BYTES,
          kernels.WIDE_PIXELS) = before
 
 
@@ -232,9 +233,9 @@ def test_max_pool_matches_the_fallback_and_the_numpy_path_bit_for_bit(threads, m
     x, kernel = case
     args = (kernel, kernel, (0, 0), (1, 1), False)
     b = backend()
-    before, threads_.SPREAD = threads_.SPREAD, mode
+    before, spread.SPREAD = spread.SPREAD, mode
     with contextlib.ExitStack() as stack:
-        stack.callback(setattr, threads_, "SPREAD", before)
+        stack.callback(setattr, spread, "SPREAD", before)
         stack.enter_context(split(threads, kernels.CHUNK_BYTES))
         values, indices = nn.max_pool2d(x, *args)
         grad = np.random.default_rng(2).standard_normal(values.shape).astype(x.dtype)

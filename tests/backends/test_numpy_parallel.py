@@ -10,6 +10,7 @@ import os
 import ndlite_numpy.elementwise as elementwise
 import ndlite_numpy.kernels as kernels
 import ndlite_numpy.optim as optim
+import ndlite_numpy.spread as spread
 import ndlite_numpy.threads as threads_
 import numpy as np
 import pytest
@@ -36,16 +37,16 @@ def pieces(threads: int, mode: str = "pool"):
     """`threads` pieces however small the operands, run the `mode` way (threads.SPREAD), and
     the kernels for any size."""
     names = ("MIN_ELEMENTS", "SPREAD_FROM", "SPREAD")
-    before = [getattr(threads_, k) for k in names], elementwise.MIN_SIZE
+    before = [getattr(spread, k) for k in names], elementwise.MIN_SIZE
     for k, v in zip(names, (0, 1, mode)):
-        setattr(threads_, k, v)
+        setattr(spread, k, v)
     elementwise.MIN_SIZE = 0
     try:
         with threads_.forced(threads):
             yield
     finally:
         for k, v in zip(names, before[0]):
-            setattr(threads_, k, v)
+            setattr(spread, k, v)
         elementwise.MIN_SIZE = before[1]
 
 
@@ -192,23 +193,23 @@ def test_spread_cuts_into_pieces_of_at_least_min_elements_from_spread_from_threa
 
     def cut(n, size):
         seen.clear()
-        threads_.spread(n, size, lambda lo, hi: seen.append((lo, hi)), None)
+        spread.spread(n, size, lambda lo, hi: seen.append((lo, hi)), None)
         return sorted(seen)
 
-    big, before = threads_.MIN_ELEMENTS, threads_.SPREAD
-    threads_.SPREAD = "pool"  # (a Python part: no compiled twin for "numba")
+    big, before = spread.MIN_ELEMENTS, spread.SPREAD
+    spread.SPREAD = "pool"  # (a Python part: no compiled twin for "numba")
     try:
         with threads_.forced(3):
             assert cut(10, 3 * big) == [(0, 3), (3, 6), (6, 10)]
             assert cut(10, big) == [(0, 10)]  # too small to cut
             assert cut(2, 10 * big) == [(0, 1), (1, 2)]  # no more pieces than items
-            threads_.SPREAD = "off"
+            spread.SPREAD = "off"
             assert cut(10, 10 * big) == [(0, 10)]
-            threads_.SPREAD = "pool"
-        with threads_.forced(threads_.SPREAD_FROM - 1):
+            spread.SPREAD = "pool"
+        with threads_.forced(spread.SPREAD_FROM - 1):
             assert cut(10, 10 * big) == [(0, 10)]
     finally:
-        threads_.SPREAD = before
+        spread.SPREAD = before
 
 
 @pytest.mark.parametrize("size", [37, 5000, optim.MIN_SIZE + 5],
