@@ -19,7 +19,7 @@ from ndlite.device import Backend, BackendUnavailableError, XpBackend
 from ndlite.device.halfmath import compute_in_float32, scalar_in_float32
 from ndlite.dtypes import HALF, is_floating
 
-from . import kernels, nn, norm, onednn, onednn_gemm, optim, scratch, threads
+from . import elementwise, kernels, nn, norm, onednn, onednn_gemm, optim, scratch, spread, threads
 
 
 def _array_ufunc(ufunc, arity: int):
@@ -143,6 +143,7 @@ class NumpyBackend(XpBackend):
                 return _integer_pow(np.asarray(a), np.asarray(b))  # (and PyTorch) truncate
 
         self.pow = pow
+        self.add = elementwise.with_bias_add(self.add)  # a convolution's bias (kernel)
         # half buffers: contractions in float32, rounded once (armed by the first half buffer)
         compute_in_float32(self, lazy=True)
 
@@ -155,6 +156,7 @@ class NumpyBackend(XpBackend):
     def info(self) -> dict:
         return {**super().info(), "numpy": np.__version__, "devices": [self.device_name()],
                 "threads": threads.describe(), "kernels": kernels.status(),
+                "memory_bound_kernels": spread.describe(),
                 "onednn": onednn.status()}
 
     def erf(self, x):
@@ -165,7 +167,18 @@ class NumpyBackend(XpBackend):
         # a Python 0 is weak (keeps x's dtype) and cheaper than building a NumPy scalar
         if x.dtype in HALF:
             return self.maximum(x, 0)  # float16's ties of -0.0 and 0 (see _array_ufunc)
+        if x.size >= elementwise.MIN_SIZE:
+            out = elementwise.relu(x)  # compiled, spread over the threads
+            if out is not None:
+                return out
         return _array(_maximum(x, 0))
+
+    def relu_grad(self, grad, out):
+        if grad.size >= elementwise.MIN_SIZE:
+            r = elementwise.relu_grad(grad, out)
+            if r is not None:
+                return r
+        return super().relu_grad(grad, out)
 
     def matmul(self, a, b):
         if a.size * b.shape[-1] >= threads.BLAS_THREADED:
@@ -192,6 +205,10 @@ class NumpyBackend(XpBackend):
     # NumPy's ufunc.reduce entry points skip np.sum's Python-level dispatch (2x faster on
     # small arrays); a full reduction's scalar goes back into a 0-d array.
     def sum(self, x, axes, keepdims):
+        if x.size >= elementwise.MIN_SIZE and axes:  # a bias gradient: compiled, threads
+            out = elementwise.sum_(x, axes, keepdims)
+            if out is not None:
+                return out
         if x.dtype == _FLOAT32 and axes and x.size >= 256 and (
                 axes[-1] != x.ndim - 1 or not x.flags.c_contiguous):
             # NumPy sums pairwise only along a contiguous last axis; along any other its
@@ -244,6 +261,13 @@ class NumpyBackend(XpBackend):
                 weight_decay, decoupled_weight_decay)
         if not optim.adam_step(*args):
             super().adam_step(*args)
+
+    def rmsprop_step(self, param, grad, square_avg, grad_avg, momentum_buffer, lr, alpha, eps,
+                     momentum, weight_decay):
+        args = (param, grad, square_avg, grad_avg, momentum_buffer, lr, alpha, eps, momentum,
+                weight_decay)
+        if not optim.rmsprop_step(*args):
+            super().rmsprop_step(*args)
 
     def sgd_step(self, param, grad, momentum_buffer, lr, momentum, dampening, nesterov,
                  weight_decay, first_step):

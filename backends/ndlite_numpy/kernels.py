@@ -49,13 +49,46 @@ try:
     from numba import njit
 
     if "NUMBA_THREADING_LAYER" not in os.environ:
-        # workqueue's threads wait on a condition, not spinning: OpenMP's spin after every
-        # kernel, on the cores BLAS is about to use (2-core VM: conv steps 3-8x slower)
-        numba.config.THREADING_LAYER = "workqueue"
+        from . import onednn
+
+        # With oneDNN, its OpenMP pool (libgomp, one per process: PyTorch's copy has the same
+        # soname, so the first loaded serves all) runs the convolutions and products, and its
+        # workers spin for milliseconds after each primitive; numba's omp layer runs the
+        # parallel kernels on those same workers, where threads of another pool (workqueue's,
+        # the backend's) would compete with them for the cores (2-core VM, 2 threads: seed
+        # CNN step 19.5 -> 16.2 ms, VGG-style 33.5 -> 25.6, alternated runs). Without oneDNN,
+        # OpenBLAS's threads do the products and spin after them: workqueue's threads wait on
+        # a condition instead (the omp layer there: VGG-style steps 3-8x slower).
+        numba.config.THREADING_LAYER = "omp" if onednn.available() else "workqueue"
 except ImportError as e:  # the pure NumPy path
     numba, _why = None, str(e)
 else:
     _why = ""
+
+_forked = False  # in a forked child (see parallel)
+
+
+def _after_fork():
+    global _forked
+    _forked = True
+
+
+os.register_at_fork(after_in_child=_after_fork)
+
+
+def parallel() -> bool:
+    """Whether parallel (prange) kernels may be launched: not in a forked child on the omp
+    layer (GNU OpenMP's threads do not survive fork(); numba then kills the process at the
+    launch): the callers run their serial kernels or the NumPy path there."""
+    return numba is not None and not (_forked and layer() == "omp")
+
+
+def layer() -> str:
+    """numba's threading layer: the one chosen, or the one loaded once a kernel ran."""
+    try:
+        return numba.threading_layer()
+    except ValueError:  # not loaded yet
+        return numba.config.THREADING_LAYER
 
 
 def enabled() -> bool:
@@ -66,12 +99,12 @@ def status() -> str:
     """For `ndlite info`: which path the heavy ops take."""
     if numba is None:
         return f"NumPy only ({_why or 'numba not installed'}; pip install 'ndlite[cpu]')"
-    return (f"numba {numba.__version__}, {numba.config.THREADING_LAYER} layer: convolution "
+    return (f"numba {numba.__version__}, {layer()} layer: convolution "
             "(im2col by cache-sized chunks; Winograd F(2x2, 3x3)), max pooling, batch norm, "
-            "optimizer steps")
+            "ReLU, bias add and sums, optimizer steps")
 
 
-_lock = threading.Lock()  # the workqueue layer takes one launch at a time
+_lock = threading.Lock()  # numba takes one parallel launch at a time (workqueue, omp)
 
 
 def _launch(kernel, threads: int, *args) -> None:

@@ -100,7 +100,8 @@ if kernels.numba is not None:
 def applies(x3: np.ndarray, *others) -> bool:
     """Whether the kernels take this (N, C, S) batch norm: numba on, float32 or float64
     alike, planes of at least MIN_PLANE, at least MIN_SIZE elements."""
-    return kernels.applies(x3, *others) and x3.shape[2] >= MIN_PLANE and x3.size >= MIN_SIZE
+    return (kernels.applies(x3, *others) and x3.shape[2] >= MIN_PLANE and x3.size >= MIN_SIZE
+            and kernels.parallel())
 
 
 def _per_channel(v, c: int, dtype) -> np.ndarray:

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import kernels
-from . import threads as threads_
+from . import kernels, spread
 
 if kernels.numba is not None:
-    from numba import njit
+    from numba import njit, prange
 
     _serial = kernels._serial
 
@@ -64,6 +63,21 @@ if kernels.numba is not None:
                     value, offset = _pick(r1[2 * q + 1], w + 1, value, offset)
                     best[q], at[q] = value, 2 * oy * w + 2 * q + offset
 
+    @kernels._jit
+    def _max_pool_par(x, kh, kw, values, indices, n, parts):
+        """The pooling kernels over `parts` pieces of images, one parallel launch."""
+        for p in prange(parts):
+            if kh == 2 and kw == 2:
+                _max_pool_2x2(x, n * p // parts, n * (p + 1) // parts, values, indices)
+            else:
+                _max_pool_any(x, n * p // parts, n * (p + 1) // parts, kh, kw, values, indices)
+
+    @kernels._jit
+    def _max_pool_grad_par(grad_output, indices, kh, kw, grad, n, parts):
+        for p in prange(parts):
+            max_pool_grad(grad_output, indices, n * p // parts, n * (p + 1) // parts, kh, kw,
+                          grad)
+
     @_serial
     def max_pool_grad(grad_output, indices, n0, n1, kh, kw, grad):
         """Every input element of a window gets the window's gradient if it won, else 0."""
@@ -80,6 +94,17 @@ if kernels.numba is not None:
                                 row[ox * kw + b] = g if won == b else 0
 
 
+def _max_pool_serial(x, kh, kw, values, indices, lo, hi):
+    if (kh, kw) == (2, 2):
+        _max_pool_2x2(x, lo, hi, values, indices)
+    else:
+        _max_pool_any(x, lo, hi, kh, kw, values, indices)
+
+
+def _max_pool_grad_serial(grad_output, indices, kh, kw, grad, lo, hi):
+    max_pool_grad(grad_output, indices, lo, hi, kh, kw, grad)
+
+
 def max_pool2d(x, kernel_size, out_size):
     (kh, kw), (oh, ow) = kernel_size, out_size
     x = np.ascontiguousarray(x)
@@ -87,13 +112,7 @@ def max_pool2d(x, kernel_size, out_size):
     values = np.empty((n, c, oh, ow), dtype=x.dtype)
     indices = np.empty((n, c, oh, ow), dtype=np.int64)
 
-    def part(lo, hi):
-        if (kh, kw) == (2, 2):
-            _max_pool_2x2(x, lo, hi, values, indices)
-        else:
-            _max_pool_any(x, lo, hi, kh, kw, values, indices)
-
-    threads_.run(part, threads_.plan(n, 4 * x.size))
+    spread.spread(n, x.size, _max_pool_serial, _max_pool_par, x, kh, kw, values, indices)
     return values, indices
 
 
@@ -102,6 +121,6 @@ def max_pool2d_grad(grad_output, indices, input_shape, kernel_size, out_size):
     go, idx = np.ascontiguousarray(grad_output), np.ascontiguousarray(indices)
     tiled = (oh * kh, ow * kw) == tuple(input_shape[2:])
     grad = (np.empty if tiled else np.zeros)(input_shape, dtype=go.dtype)
-    threads_.run(lambda lo, hi: max_pool_grad(go, idx, lo, hi, kh, kw, grad),
-                 threads_.plan(input_shape[0], 4 * int(np.prod(input_shape))))
+    spread.spread(input_shape[0], int(np.prod(input_shape)), _max_pool_grad_serial,
+                    _max_pool_grad_par, go, idx, kh, kw, grad)
     return grad

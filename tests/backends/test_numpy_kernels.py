@@ -9,6 +9,7 @@ import ndlite_numpy.kernels as kernels
 import ndlite_numpy.nn as nn
 import ndlite_numpy.onednn as onednn
 import ndlite_numpy.optim as optim
+import ndlite_numpy.spread as spread
 import ndlite_numpy.threads as threads_
 import ndlite_numpy.winograd as winograd
 import numpy as np
@@ -36,15 +37,18 @@ def split(threads: int, chunk_bytes: int, wide_pixels: int | None = None):
     """Every kernel cuts its batch into `threads` pieces however small, and convolution its
     pieces into chunks of chunk_bytes of columns (1: one image a chunk); wide_pixels: 0 for
     one product per image, a large number for one product per chunk."""
-    before = threads_.MIN_WORK, kernels.CHUNK_BYTES, kernels.WIDE_PIXELS
-    threads_.MIN_WORK, kernels.CHUNK_BYTES = 0, chunk_bytes
+    before = (threads_.MIN_WORK, spread.MIN_ELEMENTS, spread.SPREAD_FROM,
+              kernels.CHUNK_BYTES, kernels.WIDE_PIXELS)
+    threads_.MIN_WORK, spread.MIN_ELEMENTS, spread.SPREAD_FROM = 0, 0, 1
+    kernels.CHUNK_BYTES = chunk_bytes
     if wide_pixels is not None:
         kernels.WIDE_PIXELS = wide_pixels
     try:
         with threads_.forced(threads):
             yield
     finally:
-        threads_.MIN_WORK, kernels.CHUNK_BYTES, kernels.WIDE_PIXELS = before
+        (threads_.MIN_WORK, spread.MIN_ELEMENTS, spread.SPREAD_FROM, kernels.CHUNK_BYTES,
+         kernels.WIDE_PIXELS) = before
 
 
 @pytest.fixture(autouse=True)
@@ -222,13 +226,17 @@ def tiled_pool_case(draw):
 
 
 @pytest.mark.parametrize("threads", [1, 3])
+@pytest.mark.parametrize("mode", ["pool", "numba"])  # threads.SPREAD
 @settings(max_examples=60, deadline=None)
 @given(case=tiled_pool_case())
-def test_max_pool_matches_the_fallback_and_the_numpy_path_bit_for_bit(threads, case):
+def test_max_pool_matches_the_fallback_and_the_numpy_path_bit_for_bit(threads, mode, case):
     x, kernel = case
     args = (kernel, kernel, (0, 0), (1, 1), False)
     b = backend()
-    with split(threads, kernels.CHUNK_BYTES):
+    before, spread.SPREAD = spread.SPREAD, mode
+    with contextlib.ExitStack() as stack:
+        stack.callback(setattr, spread, "SPREAD", before)
+        stack.enter_context(split(threads, kernels.CHUNK_BYTES))
         values, indices = nn.max_pool2d(x, *args)
         grad = np.random.default_rng(2).standard_normal(values.shape).astype(x.dtype)
         got_grad = nn.max_pool2d_grad(grad, indices, x.shape, *args)
