@@ -25,8 +25,9 @@ mkdir -p /tmp/icd && echo libnvidia-opencl.so.1 > /tmp/icd/nvidia.icd && export 
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$OUT/gpu.txt"
 python3 -m ndlite info | tee "$OUT/info.txt"
 # packaging builds a wheel from a package index, which that machine has not
-# 14 workers at 2 threads each: with numba's OpenMP layer and oneDNN at every core in every
-# worker (16 x 16 threads) the suite did not finish in 200 s on the 16-core host
+# 14 workers at 2 threads each: numba's OpenMP layer and oneDNN would take every core in every
+# worker (16 x 16 threads); a run that way did not finish in 200 s on the 16-core host (the
+# suite took 170 s before them), oversubscription the likely cause (not confirmed)
 OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} \
 timeout 480 python3 -m pytest tests -q -p no:cacheprovider -n 14 -ra --deselect tests/packaging \
     2>&1 | grep -E "^FAILED|^ERROR|^SKIPPED|passed|failed" | tee "$OUT/tests.txt"
