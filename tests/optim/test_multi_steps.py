@@ -73,3 +73,24 @@ def test_one_call_per_group_gives_the_bits_of_one_call_per_parameter(backend, cl
                 np.testing.assert_array_equal(va.numpy(), vb.numpy())
             else:
                 assert va == vb
+
+
+def test_a_group_of_two_dtypes_makes_one_call_per_dtype(backend, monkeypatch):
+    if np.dtype("float64") not in backend.dtypes:
+        pytest.skip(f"no float64 on {backend.name}")
+    batched = _params(backend, "float32")[:3] + _params(backend, "float64", seed=1)[:2]
+    single = _params(backend, "float32")[:3] + _params(backend, "float64", seed=1)[:2]
+    opt_b = ndlite.optim.SGD(batched, lr=0.1, momentum=0.9)
+    opt_s = _one_by_one(ndlite.optim.SGD(single, lr=0.1, momentum=0.9))
+    calls = []
+    original = backend.sgd_steps
+    monkeypatch.setattr(backend, "sgd_steps",
+                        lambda *a: calls.append({p.dtype for p in a[0]}) or original(*a))
+    for step in (0, 2):  # (step 1 leaves a parameter without a gradient)
+        _grads(batched, step)
+        _grads(single, step)
+        opt_b.step()
+        opt_s.step()
+    assert calls == [{np.dtype("float32")}, {np.dtype("float64")}] * 2
+    for a, b in zip(batched, single):
+        np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
