@@ -80,7 +80,7 @@ def parallel() -> bool:
     """Whether parallel (prange) kernels may be launched: not in a forked child on the omp
     layer (GNU OpenMP's threads do not survive fork(); numba then kills the process at the
     launch): the callers run their serial kernels or the NumPy path there."""
-    return numba is not None and not (_forked and layer() == "omp")
+    return numba is not None and not (_forked and layer() not in ("workqueue", "tbb"))
 
 
 def layer() -> str:
@@ -108,10 +108,20 @@ _lock = threading.Lock()  # numba takes one parallel launch at a time (workqueue
 
 
 def _launch(kernel, threads: int, *args) -> None:
-    """A parallel kernel(*args) on `threads` of numba's threads, BLAS's workers asleep."""
+    """A parallel kernel(*args) on `threads` of numba's threads, BLAS's workers asleep. On the
+    omp layer numba sets libgomp's thread count, which oneDNN and PyTorch share: given back
+    after the launch, as onednn.py's calls give it back."""
+    from . import onednn  # (here: its library loads only where kernels launch)
+
+    gomp = onednn._gomp if onednn._lib is not None else None
     with _lock, threads_.blas_held():
-        numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
-        kernel(*args)
+        before = gomp.omp_get_max_threads() if gomp is not None else None
+        try:
+            numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
+            kernel(*args)
+        finally:
+            if before is not None:
+                gomp.omp_set_num_threads(before)
 
 
 if numba is not None:

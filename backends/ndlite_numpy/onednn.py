@@ -314,9 +314,8 @@ _run_lock = threading.Lock()  # see _locked
 MAX_CACHED = 64
 
 
-def _plan(kind, x_shape, w_shape, stride, padding, dilation, groups):
-    """The cached _Conv for this pass and geometry, or None where oneDNN declines it."""
-    n_threads = threads.total()
+def _plan(kind, x_shape, w_shape, stride, padding, dilation, groups, n_threads):
+    """The cached _Conv for this pass, geometry and thread count, or None if declined."""
     key = (kind, tuple(x_shape), tuple(w_shape), tuple(stride), tuple(padding), tuple(dilation),
            groups, n_threads)
     return _cached(key, lambda: _Conv(kind, x_shape, w_shape, stride, padding, dilation, groups),
@@ -373,28 +372,29 @@ def _takes(*arrays) -> bool:
                                                  for a in arrays)
 
 
-def _run(plan, a, b, n_threads):
-    return _locked(n_threads, lambda: plan(np.ascontiguousarray(a), np.ascontiguousarray(b)))
+def _run(kind, shapes, a, b, geometry):
+    """Pass `kind` on a, b (one thread count read), or None: declined or failed (nn.py's)."""
+    n = threads.total()
+    plan = _plan(kind, *shapes, *geometry, n)
+    try:
+        return None if plan is None else _locked(
+            n, lambda: plan(np.ascontiguousarray(a), np.ascontiguousarray(b)))
+    except DnnlError:
+        return None
 
 
 def conv2d(x, weight, stride, padding, dilation, groups):
     """The forward convolution of float32 x (N, C, H, W) and weight (O, C/G, kh, kw), or None
     where oneDNN does not take it."""
-    if not _takes(x, weight):
-        return None
-    plan = _plan("forward", x.shape, weight.shape, stride, padding, dilation, groups)
-    return None if plan is None else _run(plan, x, weight, threads.total())
+    return _run("forward", (x.shape, weight.shape), x, weight,
+                (stride, padding, dilation, groups)) if _takes(x, weight) else None
 
 
 def conv2d_grad_input(grad_output, weight, input_shape, stride, padding, dilation, groups):
-    if not _takes(grad_output, weight):
-        return None
-    plan = _plan("backward_data", input_shape, weight.shape, stride, padding, dilation, groups)
-    return None if plan is None else _run(plan, grad_output, weight, threads.total())
+    return _run("backward_data", (input_shape, weight.shape), grad_output, weight,
+                (stride, padding, dilation, groups)) if _takes(grad_output, weight) else None
 
 
 def conv2d_grad_weight(x, grad_output, weight_shape, stride, padding, dilation, groups):
-    if not _takes(x, grad_output):
-        return None
-    plan = _plan("backward_weights", x.shape, weight_shape, stride, padding, dilation, groups)
-    return None if plan is None else _run(plan, x, grad_output, threads.total())
+    return _run("backward_weights", (x.shape, weight_shape), x, grad_output,
+                (stride, padding, dilation, groups)) if _takes(x, grad_output) else None

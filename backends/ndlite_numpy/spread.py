@@ -21,7 +21,11 @@ MIN_ELEMENTS = 1 << 16
 #: how `spread` runs its pieces: "pool" (the backend's threads), "numba" (one parallel launch on
 #: numba's threading layer), "off" (the calling thread only); "auto" (default): "numba" on the
 #: omp layer (oneDNN's OpenMP pool, kernels.py), else "pool"
-SPREAD = os.environ.get("NDLITE_SPREAD", "auto")
+SPREAD = {"0": "off", "false": "off", "no": "off"}.get(
+    os.environ.get("NDLITE_SPREAD", "auto").strip().lower(),
+    os.environ.get("NDLITE_SPREAD", "auto").strip().lower())
+if SPREAD not in ("auto", "pool", "numba", "off"):
+    raise ValueError(f"NDLITE_SPREAD={SPREAD!r}: expected auto, pool, numba or off (or 0)")
 #: in "pool" mode `spread` cuts nothing below this many threads. On the 2-core VM at 2 threads
 #: cutting the memory-bound kernels in two on the pool lost (2.4M floats, relu_grad 0.36 ms on
 #: one thread, 0.43 on two; seed CNN step 1.05-1.07x PyTorch's uncut, 1.12x cut): waking a pool
@@ -53,7 +57,7 @@ def spread(n: int, size: int, kernel, twin, *args) -> None:
     if mode == "numba" and not kernels.parallel():
         mode = "off"
     count_ = threads.total()
-    least = SPREAD_FROM if mode == "pool" else 2
+    least = 2 if mode == "numba" else SPREAD_FROM
     parts = min(count_, n) if size >= 2 * MIN_ELEMENTS and count_ >= least else 1
     if MIN_ELEMENTS:  # (0: as many pieces as threads however small, for tests)
         parts = min(parts, size // MIN_ELEMENTS)

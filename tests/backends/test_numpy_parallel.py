@@ -267,3 +267,37 @@ def test_a_forked_child_runs_the_kernels_without_parallel_launches(b):
                 os._exit(code)
         _, status = os.waitpid(pid, 0)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+
+
+def test_a_launch_gives_libgomp_s_thread_count_back():
+    """numba's omp layer sets libgomp's count, which oneDNN and PyTorch share: the launch
+    gives it back (kernels._launch)."""
+    import ndlite_numpy.onednn as onednn
+
+    if onednn._lib is None or not kernels.parallel():
+        pytest.skip("needs oneDNN's libgomp and parallel kernels")
+    gomp = onednn._gomp
+    before = gomp.omp_get_max_threads()
+    try:
+        gomp.omp_set_num_threads(7)
+        with pieces(2, "numba"):
+            x = np.linspace(-1, 1, 1 << 18, dtype=np.float32)
+            np.testing.assert_array_equal(elementwise.relu(x), np.maximum(x, 0))
+        assert gomp.omp_get_max_threads() == 7
+    finally:
+        gomp.omp_set_num_threads(before)
+
+
+@pytest.mark.parametrize("value, mode", [("0", "off"), ("off", "off"), ("pool", "pool"),
+                                         ("typo", None)])
+def test_NDLITE_SPREAD_is_read_strictly(value, mode):
+    import subprocess
+    import sys
+
+    code = "import ndlite_numpy.spread as s; print(s.SPREAD)"
+    env = {**os.environ, "NDLITE_SPREAD": value}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    if mode is None:
+        assert done.returncode != 0 and "NDLITE_SPREAD='typo'" in done.stderr
+    else:
+        assert done.returncode == 0 and done.stdout.strip() == mode

@@ -260,3 +260,21 @@ def test_primitives_dropped_from_the_cache(monkeypatch):
         again = through_onednn(*case, geometry)
         assert all(np.array_equal(a, b) for a, b in zip(before, again, strict=True))
         assert_close(again, reference(*case, geometry))
+
+
+def test_a_failed_run_leaves_the_call_to_nn_py(monkeypatch):
+    """A primitive whose run fails (dnnl_primitive_execute's status) gives None: nn.py's
+    paths compute the convolution instead of an error reaching the user."""
+    def failing(n_threads, fn):
+        raise onednn.DnnlError("oneDNN dnnl_primitive_execute failed with status 2")
+
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((2, 3, 6, 6), dtype=np.float32)
+    weight = rng.standard_normal((4, 3, 3, 3), dtype=np.float32)
+    geometry = ((1, 1), (1, 1), (1, 1), 1)
+    want = nn.conv2d(x, weight, *geometry)
+    monkeypatch.setattr(onednn, "_locked", failing)
+    assert onednn.conv2d(x, weight, *geometry) is None
+    with onednn.disabled():
+        np.testing.assert_allclose(nn.conv2d(x, weight, *geometry), want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(nn.conv2d(x, weight, *geometry), want, rtol=1e-5, atol=1e-5)
