@@ -174,10 +174,14 @@ def _as_state_tensor(value, like: Tensor) -> Tensor:
     return tensor(value, dtype=like.dtype, backend=like.backend)
 
 
-def by_backend(items: list) -> list:
-    """`items` (param, grad, state) split by the parameter's backend and dtype, in order: each
-    part goes to one backend call."""
+def batched(items: list, states_of, call) -> None:
+    """A step of `items` (param, grad, state) in one backend call per backend and dtype:
+    call(backend, params, grads, *columns), the columns those of states_of(param, state) (a
+    tuple per parameter: its state buffers and flags, as the one-parameter update takes them)."""
     parts: dict = {}
     for item in items:
         parts.setdefault((id(item[0]._backend), item[0]._data.dtype), []).append(item)
-    return list(parts.values())
+    for part in parts.values():
+        columns = [list(c) for c in zip(*(states_of(p, state) for p, _, state in part))]
+        call(part[0][0]._backend, [p._data for p, _, _ in part], [g._data for _, g, _ in part],
+             *columns)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .optimizer import Optimizer, by_backend
+from .optimizer import Optimizer, batched
 
 
 class RMSprop(Optimizer):
@@ -37,27 +37,21 @@ class RMSprop(Optimizer):
         lr, alpha, eps, momentum = group["lr"], group["alpha"], group["eps"], group["momentum"]
         weight_decay, centered, buffer = group["weight_decay"], group["centered"], self.buffer
 
-        def update(param, grad, state):
-            square_avg = buffer(state, "square_avg", param)._data
-            grad_avg = buffer(state, "grad_avg", param)._data if centered else None
-            buf = buffer(state, "momentum_buffer", param)._data if momentum > 0 else None
+        def states(param, state):
+            """The state buffers of one parameter (square_avg, grad_avg, momentum_buffer; None
+            where unused), its step counted."""
             state["step"] = state.get("step", 0) + 1
-            param._backend.rmsprop_step(param._data, grad._data, square_avg, grad_avg, buf, lr,
+            return (buffer(state, "square_avg", param)._data,
+                    buffer(state, "grad_avg", param)._data if centered else None,
+                    buffer(state, "momentum_buffer", param)._data if momentum > 0 else None)
+
+        def update(param, grad, state):
+            param._backend.rmsprop_step(param._data, grad._data, *states(param, state), lr,
                                         alpha, eps, momentum, weight_decay)
 
         def batch(items):
-            for part in by_backend(items):
-                states = [[], [], []]
-                for param, _, state in part:
-                    states[0].append(buffer(state, "square_avg", param)._data)
-                    states[1].append(buffer(state, "grad_avg", param)._data if centered
-                                     else None)
-                    states[2].append(buffer(state, "momentum_buffer", param)._data
-                                     if momentum > 0 else None)
-                    state["step"] = state.get("step", 0) + 1
-                part[0][0]._backend.rmsprop_steps(
-                    [p._data for p, _, _ in part], [g._data for _, g, _ in part], *states, lr,
-                    alpha, eps, momentum, weight_decay)
+            batched(items, states, lambda b, params, grads, *columns: b.rmsprop_steps(
+                params, grads, *columns, lr, alpha, eps, momentum, weight_decay))
 
         update.batch = batch
         return update

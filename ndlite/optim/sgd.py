@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .optimizer import Optimizer, by_backend
+from .optimizer import Optimizer, batched
 
 
 class SGD(Optimizer):
@@ -40,25 +40,21 @@ class SGD(Optimizer):
         lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
         nesterov, weight_decay, buffer = group["nesterov"], group["weight_decay"], self.buffer
 
+        def states(param, state):
+            """(its momentum buffer, whether this is its first step) of one parameter."""
+            if not momentum:
+                return None, False
+            first = "momentum_buffer" not in state
+            return buffer(state, "momentum_buffer", param)._data, first
+
         def update(param, grad, state):
-            buf, first = None, False
-            if momentum:
-                first = "momentum_buffer" not in state
-                buf = buffer(state, "momentum_buffer", param)._data
+            buf, first = states(param, state)
             param._backend.sgd_step(param._data, grad._data, buf, lr, momentum, dampening,
                                     nesterov, weight_decay, first)
 
         def batch(items):
-            for part in by_backend(items):
-                bufs, firsts = [], []
-                for param, _, state in part:
-                    first = bool(momentum) and "momentum_buffer" not in state
-                    bufs.append(buffer(state, "momentum_buffer", param)._data if momentum
-                                else None)
-                    firsts.append(first)
-                part[0][0]._backend.sgd_steps(
-                    [p._data for p, _, _ in part], [g._data for _, g, _ in part], bufs, lr,
-                    momentum, dampening, nesterov, weight_decay, firsts)
+            batched(items, states, lambda b, params, grads, bufs, firsts: b.sgd_steps(
+                params, grads, bufs, lr, momentum, dampening, nesterov, weight_decay, firsts))
 
         update.batch = batch
         return update
