@@ -95,6 +95,19 @@ def enabled() -> bool:
     return numba is not None
 
 
+class disabled:
+    """Context manager: the pure NumPy paths inside, what NDLITE_NUMBA=0 runs (tests and
+    benchmarks compare against them; onednn.disabled() is its twin for oneDNN)."""
+
+    def __enter__(self):
+        global numba
+        self.saved, numba = numba, None
+
+    def __exit__(self, *exc):
+        global numba
+        numba = self.saved
+
+
 def status() -> str:
     """For `ndlite info`: which path the heavy ops take."""
     if numba is None:

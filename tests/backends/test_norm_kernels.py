@@ -17,14 +17,7 @@ pytestmark = pytest.mark.skipif(not kernels.enabled(),
 EPS = 1e-5
 
 
-@contextlib.contextmanager
-def numpy_passes():
-    saved = kernels.numba
-    kernels.numba = None
-    try:
-        yield
-    finally:
-        kernels.numba = saved
+numpy_passes = kernels.disabled  # the pure NumPy passes (NDLITE_NUMBA=0) inside
 
 
 @contextlib.contextmanager

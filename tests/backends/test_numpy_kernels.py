@@ -59,15 +59,7 @@ def numba_not_onednn():
         yield
 
 
-@contextlib.contextmanager
-def numpy_path():
-    """nn.py's pure NumPy path (what runs without numba) inside."""
-    saved = kernels.numba
-    kernels.numba = None
-    try:
-        yield
-    finally:
-        kernels.numba = saved
+numpy_path = kernels.disabled  # nn.py's pure NumPy path (what runs without numba) inside
 
 
 @st.composite
