@@ -6,8 +6,12 @@
 # wheels that machine lacks: pyopencl (with pytools, platformdirs, siphash24) and
 # nvidia-cudnn-frontend (installed with --no-deps: cuDNN itself is there); optionally the
 # NumPy backend's numba and oneDNN (below), so its tests run with the accelerated path too.
-#   OUT=/some/dir bash bench/gpu_verify.sh
+#   OUT=/some/dir bash bench/gpu_verify.sh [suite] [cudnn_off] [cpu_off] [crossover]
+# With no part named it runs all four (up to about 19 minutes with the timeouts below, more
+# than one device call allows: name one or two parts per call).
 set -o pipefail
+PARTS=${*:-suite cudnn_off cpu_off crossover}
+part() { [[ " $PARTS " == *" $1 "* ]]; }
 OUT=${OUT:-/tmp/verify}; mkdir -p "$OUT"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site \
     .whl/*.whl || exit 1
@@ -28,18 +32,20 @@ python3 -m ndlite info | tee "$OUT/info.txt"
 # 14 workers at 2 threads each: numba's OpenMP layer and oneDNN would take every core in every
 # worker (16 x 16 threads); a run that way did not finish in 200 s on the 16-core host (the
 # suite took 170 s before them), oversubscription the likely cause (not confirmed)
-OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} \
+part suite && OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} \
 timeout 480 python3 -m pytest tests -q -p no:cacheprovider -n 14 -ra --deselect tests/packaging \
     2>&1 | grep -E "^FAILED|^ERROR|^SKIPPED|passed|failed" | tee "$OUT/tests.txt"
-NDLITE_CUDNN=0 timeout 240 python3 -m pytest tests/backends/test_cupy_nn.py \
+part cudnn_off && NDLITE_CUDNN=0 timeout 240 python3 -m pytest tests/backends/test_cupy_nn.py \
     tests/backends/test_cuda_graph.py tests/backends/test_cudnn.py tests/backends/test_cupy.py \
     tests/backends/test_batch_norm_fast_path.py tests/conformance/test_ops.py \
     -k "conv or cupy or batch_norm or graph" -q -p no:cacheprovider -n 14 -ra 2>&1 \
     | grep -E "^FAILED|^ERROR|passed|failed" | tee "$OUT/tests_cudnn_off.txt"
 # the NumPy backend with its compiled kernels off (numba and oneDNN): the reference paths
-NDLITE_NUMBA=0 NDLITE_ONEDNN=0 NDLITE_BACKEND=numpy timeout 300 python3 -m pytest \
+part cpu_off && NDLITE_NUMBA=0 NDLITE_ONEDNN=0 NDLITE_BACKEND=numpy timeout 300 python3 -m pytest \
     tests/conformance/test_ops.py tests/core tests/nn tests/optim tests/backends/test_numpy_threads.py \
     -q -p no:cacheprovider -n 14 -ra 2>&1 | grep -E "^FAILED|^ERROR|passed|failed" \
     | tee "$OUT/tests_cpu_kernels_off.txt"
-timeout 100 python3 bench/crossover.py --budget 0.6 --out crossover_gpu 2>&1 | tee "$OUT/crossover.txt"
-cp bench/results/crossover_gpu.json "$OUT/" 2>/dev/null
+if part crossover; then
+    timeout 100 python3 bench/crossover.py --budget 0.6 --out crossover_gpu 2>&1 | tee "$OUT/crossover.txt"
+    cp bench/results/crossover_gpu.json "$OUT/" 2>/dev/null
+fi

@@ -52,7 +52,12 @@ def spread(n: int, size: int, kernel, twin, *args) -> None:
     at once. How (SPREAD): "numba": twin(*args, n, parts), the same kernel over the pieces as
     one parallel launch on numba's threading layer (on the omp layer, the OpenMP pool oneDNN
     runs on); "pool": the pieces on the backend's pool (threads.run), from SPREAD_FROM
-    threads; "off", and a forked child on the omp layer: on the calling thread."""
+    threads; "off", and a forked child on the omp layer: on the calling thread.
+
+    A "numba" launch asks for every thread even when it has fewer pieces: oneDNN's primitives
+    and the optimizer steps run teams of threads.total() on the same OpenMP pool, and a team
+    of another size between them made everything slower (16-core Xeon, 16 threads: MLP
+    784-1024-1024-10 step 7.3 ms with teams of `parts`, 5.1 with the kernels serial)."""
     mode = spread_mode()
     if mode == "numba" and not kernels.parallel():
         mode = "off"
@@ -63,8 +68,8 @@ def spread(n: int, size: int, kernel, twin, *args) -> None:
         parts = min(parts, size // MIN_ELEMENTS)
     if parts < 2 or mode == "off":
         kernel(*args, 0, n)
-    elif mode == "numba":
-        kernels._launch(twin, parts, *args, n, parts)
+    elif mode == "numba":  # on all the threads, those past `parts` idle: see the docstring
+        kernels._launch(twin, count_, *args, n, parts)
     else:
         threads.run(lambda lo, hi: kernel(*args, lo, hi), threads.chunks(n, parts))
 
