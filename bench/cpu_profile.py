@@ -98,6 +98,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--blas-one", action="store_true")
     parser.add_argument("--skip-torch", action="store_true")
+    parser.add_argument("--torch-first", action="store_true",
+                        help="PyTorch's part of each model before ndlite's")
     args = parser.parse_args()
     n = common.pin_threads(args.threads)
     import ndlite
@@ -105,12 +107,12 @@ def main() -> None:
     print(f"threads {n}; {ndlite.get_backend('numpy').info().get('threads')}")
     for name in args.models:
         t0 = time.perf_counter()
-        ndlite_part(name, args.steps, n, args.blas_one)
-        if not args.skip_torch:
-            import torch
-
-            torch.set_num_threads(n)
-            torch_part(name, args.steps)
+        order = ["torch", "ndlite"] if args.torch_first else ["ndlite", "torch"]
+        for which in order:
+            if which == "ndlite":
+                ndlite_part(name, args.steps, n, args.blas_one)
+            elif not args.skip_torch:
+                torch_part(name, args.steps)  # (its threads: OMP_NUM_THREADS, pin_threads)
         print(f"  ({time.perf_counter() - t0:.1f} s)", flush=True)
 
 
