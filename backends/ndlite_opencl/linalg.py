@@ -2,6 +2,12 @@
 on GPUs, gemm_cpu.cl on CPUs) for large products, the general tiled kernel (matmul.cl) for
 everything else.
 
+Split K: a 2-D product on gemm.cl with too few tiles of C to fill the device and a long K (a
+weight's gradient, g.T @ x over all the tokens: 1152 x 384 from K = 16384 in the GPT) runs as a
+batch of `splits` products over equal slices of K into partial sums, which the sum over their
+axis adds in a fixed order: each tile's work is cut, not made redundant, and the result is the
+same bits run to run.
+
 matmul.cl and gemm.cl read A and B in place through their strides (a transposed weight or a
 broadcast batch is never copied; gemm_cpu.cl packs them into panels first) and write a new
 row-major C. Batch dims broadcast and are collapsed first.
@@ -22,6 +28,12 @@ from .kernels import ctype
 _FLOAT32 = np.dtype("float32")
 #: below this many multiply-adds the general kernel is as fast and builds faster
 FAST_MIN_WORK = 2**24
+#: on a GPU a batch of products takes gemm.cl from this many multiply-adds each, when the
+#: batch adds up to FAST_MIN_WORK (attention's 256 x 256 x 64 products, 384 of them a GPT step)
+BATCHED_MIN_WORK = 2**18
+#: split K until gemm.cl's work-groups number this many per compute unit, keeping each slice
+#: of K at least SPLIT_MIN_K long
+SPLIT_GROUPS, SPLIT_MIN_K = 4, 512
 
 
 def matmul(b, x: CLArray, y: CLArray) -> CLArray:
@@ -35,6 +47,11 @@ def matmul(b, x: CLArray, y: CLArray) -> CLArray:
             plans.clear()
         plans[key] = plan
     out_shape, launch = plan
+    if launch is not None and isinstance(launch[0], str):  # "split": slices of K, then added
+        _, partial_shape, (kernel, grid, local, layout) = launch
+        partial = b._new(partial_shape, x.dtype, "matmul")
+        b.enqueue(kernel, grid, local, (partial.data, x.data, y.data, layout))
+        return b.sum(partial, (0,), False)
     out = b._new(out_shape, x.dtype, "matmul")
     if launch is None:  # nothing to compute, or K == 0: zeros
         if out.size:
@@ -78,15 +95,47 @@ def _plan(b, x: CLArray, y: CLArray) -> tuple:
     plan = (M, N, K, bshape, sa, sb, sc, sam, sak, sbk, sbn)
     # the output's size decides the index width as the allocation will
     out.wide = out.size > INT32_LIMIT
-    large = x.dtype == _FLOAT32 and M * N * K >= FAST_MIN_WORK
+    work = M * N * K
+    batched = b.is_gpu and bshape and work >= BATCHED_MIN_WORK
+    large = x.dtype == _FLOAT32 and (
+        work >= FAST_MIN_WORK or (batched and work * prod(bshape) >= FAST_MIN_WORK))
     if large and not b.is_gpu and not bshape and not (out.wide or xb.wide or yb.wide):
         return out.shape, gemm.cpu_launch(b, xb, yb, plan)
     params = None
     if large and 1 in (sam, sak) and 1 in (sbk, sbn):
         params = tuning.gemm_params(b)
     if params is not None:
+        splits = _splits(b, M, N, K, bshape, params)
+        if splits > 1:
+            return out.shape, _split_launch(b, xb, yb, plan, params, splits)
         return out.shape, gemm.launch(b, out, xb, yb, plan, params)
     return out.shape, _general(b, out, xb, yb, plan)
+
+
+def _splits(b, M: int, N: int, K: int, bshape: tuple, params: dict) -> int:
+    """How many slices of K a 2-D product on gemm.cl runs as (1: not split): doubled while its
+    work-groups number fewer than SPLIT_GROUPS per compute unit and K cuts into equal slices of
+    whole k-steps, each at least SPLIT_MIN_K long."""
+    if bshape:
+        return 1
+    groups = -(-M // params["TSM"]) * -(-N // params["TSN"])
+    splits = 1
+    while (groups * splits < SPLIT_GROUPS * b.compute_units
+           and K % (2 * splits * params["TSK"]) == 0 and K // (2 * splits) >= SPLIT_MIN_K):
+        splits *= 2
+    return splits
+
+
+def _split_launch(b, x: CLArray, y: CLArray, plan, params: dict, splits: int) -> tuple:
+    """("split", the partial sums' shape, gemm.cl's launch): the product as a batch of `splits`
+    products over slices of K, the batch dim stepping A along k, B along k and C by M x N."""
+    M, N, K, _, _, _, _, sam, sak, sbk, sbn = plan
+    piece = K // splits
+    partial = CLArray(None, (splits, M, N), x.dtype)
+    partial.wide = partial.size > INT32_LIMIT
+    split_plan = (M, N, piece, (splits,), (piece * sak,), (piece * sbk,), (M * N,), sam, sak,
+                  sbk, sbn)
+    return "split", partial.shape, gemm.launch(b, partial, x, y, split_plan, params)
 
 
 def _batch_shape(a: tuple, c: tuple, x_shape: tuple, y_shape: tuple) -> tuple:

@@ -9,6 +9,8 @@ ndlite/device/transformer_fallbacks.py), on the kernels in kernels/transformer.c
   grad_x and two for the weight and bias column sums (per block of rows, then the blocks in
   order);
 - causal_softmax: one kernel each way, a work-group per row of scores.
+- dropout_mask: a counter-based draw per element; dropout: the same draw times x in one pass;
+  gelu and gelu_grad: one pass each on elementwise.cl's map kernel (float32 and float64).
 A work-group is a power of two near a quarter of the row on a GPU, one item on a CPU (which
 runs a group's items in turn). Empty tensors and sizes past 32-bit indexing take the
 fallbacks. Every function takes the backend `b` first.
@@ -22,7 +24,10 @@ from ndlite.device import transformer_fallbacks as tfb
 
 from . import halves
 from .array import INT32_LIMIT
+from .elementwise import apply
 from .kernels import actype, arith, slot
+
+_FLOATS = (np.dtype("float32"), np.dtype("float64"))
 
 #: the most positions one work-item of segment_chunks adds up
 CHUNK = 32
@@ -174,7 +179,7 @@ def causal_softmax_grad(b, grad, out, scale):
     return grad_x
 
 
-# ---- dropout_mask -----------------------------------------------------------------------------
+# ---- dropout_mask, dropout, gelu ---------------------------------------------------------------
 
 
 def dropout_mask(b, shape, p, seed, dtype):
@@ -188,3 +193,31 @@ def dropout_mask(b, shape, p, seed, dtype):
                arith(dtype).type(1.0 / (1.0 - p)), np.int64(n)))
     return out
 
+
+
+def dropout(b, x, p, seed):
+    """x * dropout_mask(x.shape, p, seed, x.dtype) in one pass, the mask never stored: a
+    contiguous x of float32 or float64 (the same bits: x times the mask's value); others as
+    the fallback does."""
+    n = x.size
+    if n == 0 or x.dtype not in _FLOATS or not x.contiguous:
+        return tfb.dropout(b, x, p, seed)
+    out = b._new(x.shape, x.dtype, "dropout")
+    b._launch(_kernel(b, "dropout", x.dtype), n,
+              (out.data, x.data, np.int64(x.offset), np.uint64(seed),
+               np.uint64(tfb.dropout_threshold(p)), x.dtype.type(1.0 / (1.0 - p)), np.int64(n)))
+    return out
+
+
+def gelu(b, x, approximate):
+    """GELU in one pass (elementwise.cl's map kernel) for float32 and float64; halves compose."""
+    if x.dtype not in _FLOATS:
+        return tfb.gelu(b, x, approximate)
+    return apply(b, "GELU_TANH" if approximate == "tanh" else "GELU", [x], x.dtype)
+
+
+def gelu_grad(b, grad, x, approximate):
+    if x.dtype not in _FLOATS or grad.dtype != x.dtype:
+        return tfb.gelu_grad(b, grad, x, approximate)
+    return apply(b, "GELU_TANH_GRAD" if approximate == "tanh" else "GELU_GRAD", [grad, x],
+                 x.dtype)

@@ -124,8 +124,8 @@ class TransformerPaths:
     """The transformer fast paths, mixed into the Backend base class. Each calls the function
     of its name in `_transformer_kernels`: this module (the fallbacks) unless a backend names
     its own module of kernels (ndlite_cupy/transformer.py, ndlite_opencl/transformer.py), whose
-    functions take the backend first, as these do. gelu's are fallbacks here; a backend with a
-    fused kernel overrides the method."""
+    functions take the backend first, as these do. dropout, gelu and gelu_grad are optional
+    there (these fallbacks otherwise); a backend may also override the method."""
 
     _transformer_kernels = sys.modules[__name__]
 
@@ -151,10 +151,11 @@ class TransformerPaths:
         return getattr(self._transformer_kernels, "dropout", dropout)(self, x, p, seed)
 
     def gelu(self, x, approximate):
-        return gelu(self, x, approximate)
+        return getattr(self._transformer_kernels, "gelu", gelu)(self, x, approximate)
 
     def gelu_grad(self, grad, x, approximate):
-        return gelu_grad(self, grad, x, approximate)
+        return getattr(self._transformer_kernels, "gelu_grad", gelu_grad)(self, grad, x,
+                                                                          approximate)
 
 
 def causal_mask(length: int, source: int) -> np.ndarray:

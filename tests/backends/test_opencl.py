@@ -285,6 +285,61 @@ def test_fast_matmul_on_edges_transposes_and_broadcast_batches(b, monkeypatch, p
                                atol=1e-5)
 
 
+def test_split_k_products_match_the_reference_and_repeat_bitwise(b, monkeypatch):
+    """Few tiles of C and a long K (a weight's gradient, g.T @ x) run as partial products over
+    slices of K, then added: within the product's tolerance, the same bits run to run."""
+    from ndlite_opencl import linalg
+
+    params = dict(TSM=32, TSN=32, TSK=16, WPTM=4, WPTN=4)
+    _fast_matmul(b, monkeypatch, params)
+    monkeypatch.setattr(b, "is_gpu", True)  # gemm.cl takes the unbatched products
+    monkeypatch.setattr(b, "compute_units", 64)  # 4 tiles of C: far too few for 64 units
+    monkeypatch.setattr(linalg, "SPLIT_MIN_K", 32)
+    for m, n, k in [(64, 48, 1024), (33, 70, 512), (40, 1, 256)]:
+        g, x = normal(k, m), normal(k, n)
+        g_t = b.permute(dev(b, g), (1, 0))
+        x_dev = dev(b, x)
+        launch = linalg._plan(b, g_t, x_dev)[1]
+        assert launch[0] == "split" and launch[1][0] > 1, (m, n, k)
+        got = host(b, b.matmul(g_t, x_dev))
+        want = g.T.astype(np.float64) @ x
+        assert got.shape == (m, n)
+        assert np.all(np.abs(got - want) <= 8 * np.finfo(np.float32).eps * (
+            np.abs(g.T).astype(np.float64) @ np.abs(x)) + 1e-30), (m, n, k)
+        np.testing.assert_array_equal(host(b, b.matmul(g_t, x_dev)), got)
+    # K not cut into equal slices of whole k-steps, or a batch: one product as before
+    assert linalg._splits(b, 64, 64, 1000, (), params) == 1
+    assert linalg._splits(b, 64, 64, 1024, (3,), params) == 1
+    assert linalg._splits(b, 64, 64, 1024, (), params) > 1
+    monkeypatch.setattr(b, "compute_units", 1)  # enough tiles: not split
+    assert linalg._splits(b, 64, 64, 1024, (), params) == 1
+
+
+def test_a_gpu_runs_a_batch_of_mid_sized_products_on_gemm_cl(b, monkeypatch):
+    """Attention's products (each under FAST_MIN_WORK, hundreds of them) take the tuned kernel
+    on a GPU, read in place through the views' strides."""
+    from ndlite_opencl import linalg
+
+    _fast_matmul(b, monkeypatch, dict(TSM=32, TSN=32, TSK=16, WPTM=4, WPTN=4))
+    monkeypatch.setattr(linalg, "FAST_MIN_WORK", 2**17)  # 40 x 40 x 32 under it, 4 of them over
+    monkeypatch.setattr(linalg, "BATCHED_MIN_WORK", 2**14)
+    monkeypatch.setattr(b, "is_gpu", True)
+    qkv = normal(2, 40, 3, 2, 32)  # (batch, tokens, q/k/v, heads, head dim)
+    dev_qkv = dev(b, qkv)
+    q = b.permute(b.slice(dev_qkv, (slice(0, 2, 1), slice(0, 40, 1), 0)), (0, 2, 1, 3))
+    k = b.permute(b.slice(dev_qkv, (slice(0, 2, 1), slice(0, 40, 1), 1)), (0, 2, 3, 1))
+    kernel = linalg._plan(b, q, k)[1][0]
+    assert kernel.function_name == "gemm"
+    got = host(b, b.matmul(q, k))
+    qh, kh = qkv[:, :, 0].transpose(0, 2, 1, 3), qkv[:, :, 1].transpose(0, 2, 3, 1)
+    want = qh.astype(np.float64) @ kh
+    assert np.all(np.abs(got - want) <= 8 * np.finfo(np.float32).eps * (
+        np.abs(qh).astype(np.float64) @ np.abs(kh)) + 1e-30)
+    monkeypatch.setattr(b, "is_gpu", False)  # a CPU keeps them on matmul.cl
+    monkeypatch.setattr(b, "_matmul_plans", {})
+    assert linalg._plan(b, q, k)[1][0].function_name == "matmul"
+
+
 def test_tuning_picks_a_correct_candidate_and_caches_it(b, monkeypatch, tmp_path):
     from ndlite_opencl import tuning
 

@@ -419,3 +419,27 @@ def test_dropout_s_gradient_is_the_same_mask_and_keeps_no_mask(backend):
     small = [np.random.default_rng(3).standard_normal((3, 7))]
     gradcheck(seeded, small, [0], backend=b, name="dropout")
     gradgradcheck(seeded, small, [0], backend=b, name="dropout")
+
+
+# ---- gelu -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_and_its_gradient_match_the_composed_fallback(backend, approximate):
+    """A backend's one-pass gelu / gelu_grad (CuPy's and OpenCL's kernels) against the
+    contract's composition of primitives, to a few roundings; signed zeros, large magnitudes
+    (erf and the sigmoid saturate) and the gradient's zero near x = -0.75 included."""
+    b = backend
+    r = np.random.default_rng(0)
+    for dtype in dtypes(b):
+        a = (r.standard_normal((37, 65)) * 4).astype(dtype)
+        a.reshape(-1)[:7] = [0.0, -0.0, 30.0, -30.0, 1e-3, -0.7518, -1e4]
+        g = r.standard_normal(a.shape).astype(dtype)
+        x, gd = dev(b, a), dev(b, g)
+        eps = np.finfo(dtype).eps
+        for got, want in ((b.gelu(x, approximate), tfb.gelu(b, x, approximate)),
+                          (b.gelu_grad(gd, x, approximate), tfb.gelu_grad(b, gd, x, approximate))):
+            got, want = host(b, got), host(b, want)
+            assert got.dtype == want.dtype and got.shape == want.shape
+            np.testing.assert_allclose(got, want, rtol=64 * eps, atol=16 * eps * np.abs(g).max())
+        assert host(b, b.gelu(x, approximate)).reshape(-1)[6] == 0.0  # -1e4: (-)0, no NaN

@@ -57,6 +57,24 @@ inline T0 sigmoid_(T0 x)
     T0 e = exp(-fabs(x));
     return x >= 0 ? (T0)1 / ((T0)1 + e) : e / ((T0)1 + e);
 }
+
+// GELU and its backward in one pass each, the formulas of transformer_fallbacks.py (exact:
+// erf; "tanh": x sigmoid(2 z), z = sqrt(2 / pi) (x + 0.044715 x^3))
+inline T0 gelu_z2_(T0 x) { return (x + x * x * x * (T0)0.044715) * (T0)1.5957691216057308; }
+#define OP_GELU(a) ((a) * ((erf((a) * (T0)0.7071067811865476) + (T0)1) * (T0)0.5))
+#define OP_GELU_TANH(a) ((a) * sigmoid_(gelu_z2_(a)))
+inline T0 gelu_grad_(T0 g, T0 x)
+{
+    const T0 cdf = (erf(x * (T0)0.7071067811865476) + (T0)1) * (T0)0.5;
+    return g * (cdf + x * (exp(x * x * (T0)-0.5) * (T0)0.3989422804014327));
+}
+inline T0 gelu_tanh_grad_(T0 g, T0 x)
+{
+    const T0 z2 = gelu_z2_(x), s = sigmoid_(z2), s_neg = sigmoid_(-z2);
+    return g * (s + x * s * s_neg * (((T0)1 + x * x * (T0)(3 * 0.044715)) * (T0)1.5957691216057308));
+}
+#define OP_GELU_GRAD(g, x) gelu_grad_(g, x)
+#define OP_GELU_TANH_GRAD(g, x) gelu_tanh_grad_(g, x)
 #else
 // OpenCL's abs returns the unsigned type; the cast back wraps INT_MIN as NumPy does
 #define OP_ABS(a) ((T0)abs(a))

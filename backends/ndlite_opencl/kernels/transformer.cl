@@ -191,17 +191,31 @@ void causal_softmax_grad(__global P* grad_x, __global const P* grad, __global co
 }
 
 // ---- dropout_mask: out[i] = scale where splitmix64(seed + (i + 1) * golden) >> 40 reaches
-// threshold, else 0 (ndlite/device/transformer_fallbacks.py) ------------------------------------
+// threshold, else 0 (ndlite/device/transformer_fallbacks.py); dropout: x times it -------------
+
+inline T dropout_value_(const ulong seed, const ulong threshold, const T scale, const long i)
+{
+    ulong z = seed + (ulong)(i + 1) * 0x9E3779B97F4A7C15UL;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9UL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBUL;
+    z = z ^ (z >> 31);
+    return (z >> 40) >= threshold ? scale : (T)0;
+}
 
 __kernel void dropout_mask(__global P* out, const ulong seed, const ulong threshold,
                            const T scale, const long n)
 {
     const long i = get_global_id(0);
-    if (i >= n)
-        return;
-    ulong z = seed + (ulong)(i + 1) * 0x9E3779B97F4A7C15UL;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9UL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBUL;
-    z = z ^ (z >> 31);
-    ST_P(out, i, (z >> 40) >= threshold ? scale : (T)0);
+    if (i < n)
+        ST_P(out, i, dropout_value_(seed, threshold, scale, i));
+}
+
+// dropout: out[i] = x[offset + i] * the mask's value, drawn in place (never stored): bitwise
+// x * dropout_mask(...) for a contiguous x of floats (transformer.py)
+__kernel void dropout(__global P* out, __global const P* x, const long offset, const ulong seed,
+                      const ulong threshold, const T scale, const long n)
+{
+    const long i = get_global_id(0);
+    if (i < n)
+        ST_P(out, i, LD_P(x, offset + i) * dropout_value_(seed, threshold, scale, i));
 }
