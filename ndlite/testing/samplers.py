@@ -5,8 +5,7 @@ A sampler draws a `Case`: NumPy input arrays, the op's keyword parameters, which
 differentiable, and optionally how to call the op (for ops that take a list, like cat).
 Shapes include 0-d and size-1 dims and mutually broadcastable pairs; values are hypothesis
 floats (no NaN/inf, no subnormals, width 32 for float32) inside the spec's domain, so ties,
-zeros and repeated values come up and shrink well; where the domain holds 0, magnitudes under
-sqrt(tiny) are drawn as a signed zero (see `floats`).
+zeros and repeated values come up and shrink well; under sqrt(tiny), zero if the domain has 0.
 
 Backend authors get these through `ndlite.testing`; a package adding ops adds its samplers
 with `@sampler(their_kind)`.
@@ -90,21 +89,9 @@ def floats(dtype: np.dtype, lo: float, hi: float) -> st.SearchStrategy:
     width = 32 if dtype == np.float32 else 64
     if width == 32:
         lo, hi = _inside(lo, dtype, up=True), _inside(hi, dtype, up=False)
-    drawn = st.floats(lo, hi, allow_nan=False, allow_infinity=False, allow_subnormal=False,
-                      width=width)
-    if not lo <= 0.0 <= hi:
-        return drawn
-    least = math.sqrt(float(finfo(dtype).tiny))
-    return drawn.map(lambda v: v if abs(v) >= least else math.copysign(0.0, v))
-
-
-#: Why floats() draws no magnitude under sqrt(tiny) but zero: a product of two drawn values
-#: then stays normal. CuPy compiles every kernel with -ftz=true (its compiler.py; a user's
-#: -ftz=false cannot override it), so a subnormal intermediate is 0 there, where the float64
-#: reference keeps it; a normalizing op multiplies that by 1/sqrt(eps): layer_norm of
-#: [1.18e-38, 0] (the mean 5.9e-39) gave 0 on cupy against the reference's -1.9e-36, 20x the
-#: tolerance's underflow allowance (8 tiny). Not the op's error but the platform's, so the kit
-#: keeps to inputs where no backend's denormal mode shows.
+    least = math.sqrt(float(finfo(dtype).tiny)) if lo <= 0.0 <= hi else 0.0  # DESIGN.md: CuPy
+    return st.floats(lo, hi, allow_nan=False, allow_infinity=False, allow_subnormal=False,
+                     width=width).map(lambda v: v if abs(v) >= least else math.copysign(0.0, v))
 
 
 def _half_value(value: float, dtype: np.dtype) -> float:
