@@ -51,7 +51,8 @@ def matmul(b, x: CLArray, y: CLArray) -> CLArray:
         _, partial_shape, (kernel, grid, local, layout) = launch
         partial = b._new(partial_shape, x.dtype, "matmul")
         b.enqueue(kernel, grid, local, (partial.data, x.data, y.data, layout))
-        return b.sum(partial, (0,), False)
+        # (M, N) summed; the planned shape may have batch dims of size 1 (collapse drops them)
+        return b.reshape(b.sum(partial, (0,), False), out_shape)
     out = b._new(out_shape, x.dtype, "matmul")
     if launch is None:  # nothing to compute, or K == 0: zeros
         if out.size:

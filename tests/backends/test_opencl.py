@@ -307,6 +307,15 @@ def test_split_k_products_match_the_reference_and_repeat_bitwise(b, monkeypatch)
         assert np.all(np.abs(got - want) <= 8 * np.finfo(np.float32).eps * (
             np.abs(g.T).astype(np.float64) @ np.abs(x)) + 1e-30), (m, n, k)
         np.testing.assert_array_equal(host(b, b.matmul(g_t, x_dev)), got)
+    # a batch of one (collapsed away by the plan) keeps its dim; an operand at an offset
+    g, x = normal(1, 64, 1024), normal(1030, 48)
+    x_view = b.slice(dev(b, x), (slice(6, 1030, 1),))
+    assert linalg._plan(b, dev(b, g), x_view)[1][0] == "split"
+    got = host(b, b.matmul(dev(b, g), x_view))
+    want = g.astype(np.float64) @ x[6:]
+    assert got.shape == (1, 64, 48)
+    assert np.all(np.abs(got - want) <= 8 * np.finfo(np.float32).eps * (
+        np.abs(g).astype(np.float64) @ np.abs(x[6:])) + 1e-30)
     # K not cut into equal slices of whole k-steps, or a batch: one product as before
     assert linalg._splits(b, 64, 64, 1000, (), params) == 1
     assert linalg._splits(b, 64, 64, 1024, (3,), params) == 1
