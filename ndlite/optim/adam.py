@@ -28,14 +28,6 @@ class Adam(Optimizer):
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
                                       weight_decay=weight_decay, amsgrad=amsgrad))
 
-    def update(self, param, grad, state, group):
-        Adam._bind(self, group)(param, grad, state)
-
-    def group_update(self, group):
-        if type(self).update is not Adam.update:  # a subclass's own update
-            return super().group_update(group)
-        return Adam._bind(self, group)
-
     def _bind(self, group):
         """The fused step of one parameter with `group`'s settings bound."""
         lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]

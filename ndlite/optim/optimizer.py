@@ -99,13 +99,21 @@ class Optimizer:
         return loss
 
     def update(self, param: Tensor, grad: Tensor, state: dict, group: dict) -> None:
-        raise NotImplementedError
+        """One parameter's update. An optimizer with a fused step defines `_bind(group)`
+        instead (SGD, RMSprop, Adam): the update with the group's settings bound."""
+        bind = getattr(self, "_bind", None)
+        if bind is None:
+            raise NotImplementedError
+        bind(group)(param, grad, state)
 
     def group_update(self, group: dict):
         """`update` for the parameters of `group`, as a function (param, grad, state): step
-        calls it once per group; optimizers with fused steps bind the group's settings. A
-        function with a `batch` attribute is given all of a step's (param, grad, state) of the
-        group at once instead (the backends' multi-parameter steps: step_fallbacks.py)."""
+        calls it once per group; optimizers with fused steps bind the group's settings (a
+        subclass that overrides `update` is called through it instead). A function with a
+        `batch` attribute is given all of a step's (param, grad, state) of the group at once
+        instead (the backends' multi-parameter steps: step_fallbacks.py)."""
+        if type(self).update is Optimizer.update and hasattr(self, "_bind"):
+            return self._bind(group)
         update = self.update
         return lambda param, grad, state: update(param, grad, state, group)
 

@@ -24,14 +24,6 @@ class RMSprop(Optimizer):
         super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
                                       momentum=momentum, centered=centered))
 
-    def update(self, param, grad, state, group):
-        RMSprop._bind(self, group)(param, grad, state)
-
-    def group_update(self, group):
-        if type(self).update is not RMSprop.update:  # a subclass's own update
-            return super().group_update(group)
-        return RMSprop._bind(self, group)
-
     def _bind(self, group):
         """The fused step of one parameter with `group`'s settings bound."""
         lr, alpha, eps, momentum = group["lr"], group["alpha"], group["eps"], group["momentum"]

@@ -27,14 +27,6 @@ class SGD(Optimizer):
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
                                       weight_decay=weight_decay, nesterov=nesterov))
 
-    def update(self, param, grad, state, group):
-        SGD._bind(self, group)(param, grad, state)
-
-    def group_update(self, group):
-        if type(self).update is not SGD.update:  # a subclass's own update
-            return super().group_update(group)
-        return SGD._bind(self, group)
-
     def _bind(self, group):
         """The fused step of one parameter with `group`'s settings bound."""
         lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
