@@ -75,11 +75,29 @@ def timing_calls(backend, start, stop, record):
     try:
         yield
     finally:
-        for n, fn in saved.items():
-            if fn is None:
-                del backend.__dict__[n]
-            else:
-                setattr(backend, n, fn)
+        restore(backend, saved)
+
+
+def restore(backend, saved: dict) -> None:
+    """Put back methods wrapped on the backend instance: `saved` maps each name to what the
+    instance's __dict__ held before (None: nothing, the class's method)."""
+    for n, fn in saved.items():
+        if fn is None:
+            del backend.__dict__[n]
+        else:
+            setattr(backend, n, fn)
+
+
+def step_pace(backend, step, n: int) -> tuple[float, float]:
+    """Seconds a step over n back-to-back steps: (wall time to the device's end, the host's
+    pace before the final synchronize)."""
+    backend.synchronize()
+    start = time.perf_counter()
+    for _ in range(n):
+        step()
+    host = time.perf_counter() - start
+    backend.synchronize()
+    return (time.perf_counter() - start) / n, host / n
 
 
 def median_time(fn, number: int, repeat: int = 15, warmup: int = 1) -> float:

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common  # noqa: E402,F401  (puts ndlite on sys.path)
+import common  # noqa: E402  (puts ndlite on sys.path)
 
 import ndlite  # noqa: E402
 
@@ -70,13 +69,8 @@ def main() -> None:
         step().item()
     walls = []
     for _ in range(3):
-        b.synchronize()
-        start = time.perf_counter()
-        for _ in range(20):
-            step()
-        host = time.perf_counter() - start
-        b.synchronize()
-        walls.append(f"{(time.perf_counter() - start) * 50:.2f}/{host * 50:.2f}")
+        wall, host = common.step_pace(b, step, 20)
+        walls.append(f"{wall * 1e3:.2f}/{host * 1e3:.2f}")
     print(f"resnet18 heuristics {args.heur}{' + FFT/Winograd' if args.fast else ''}: step ms "
           f"(wall/host pace) {walls}; declined {len(b._cudnn.declined)}")
     from torch.profiler import ProfilerActivity, profile

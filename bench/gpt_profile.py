@@ -50,14 +50,8 @@ def main() -> None:
 
     for _ in range(3):
         step().item()
-    b.synchronize()
-    start = time.perf_counter()
-    for _ in range(20):
-        step()
-    host = time.perf_counter() - start
-    b.synchronize()
-    print(f"{b.name}: {1000 * (time.perf_counter() - start) / 20:.1f} ms/step (wall), host "
-          f"pace {1000 * host / 20:.1f} ms/step")
+    wall, host = common.step_pace(b, step, 20)
+    print(f"{b.name}: {1000 * wall:.1f} ms/step (wall), host pace {1000 * host:.1f} ms/step")
 
     records = []
     clock = Events() if b.kind == "cupy" else Synchronized(b)

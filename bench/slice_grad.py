@@ -73,11 +73,7 @@ def counting(b, calls: Counter, nbytes: Counter):
         with common.timing_calls(b, time.perf_counter, time.perf_counter, record):
             yield
     finally:
-        for n, fn in saved.items():
-            if fn is None:
-                del b.__dict__[n]
-            else:
-                setattr(b, n, fn)
+        common.restore(b, saved)
 
 
 def qkv_loss(h, heads: int):
