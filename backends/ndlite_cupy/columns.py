@@ -7,8 +7,9 @@ GPU time in bias gradients; these two kernels read the array once, coalesced."""
 
 from __future__ import annotations
 
+import math
+
 import cupy
-import numpy as np
 
 from . import kernels
 from .kernels import launch
@@ -19,6 +20,9 @@ from .nn import FLOATS, _index
 #: sum and cast cost ~80 us of host time against ~15 for these two launches (the seed CNN's
 #: fully connected biases, 128 rows, on the H100 host), and the host paces small steps
 MIN_ROWS, ROWS_PER, MAX_BLOCKS = 1, 64, 1024
+#: most rows one launch adds with a thread per column (ndl_column_direct): the seed CNN's
+#: linear biases (128 rows) in one launch, not two (~8 us of host time each on the H100 host)
+DIRECT_ROWS = 256
 
 
 def leading(x, axes) -> int:
@@ -28,19 +32,23 @@ def leading(x, axes) -> int:
     if (k == 0 or k >= x.ndim or tuple(sorted(axes)) != tuple(range(k))
             or x.dtype not in FLOATS or not x.flags.c_contiguous):
         return 0
-    return k if int(np.prod(x.shape[:k])) >= MIN_ROWS else 0
+    return k if math.prod(x.shape[:k]) >= MIN_ROWS else 0
 
 
 def column_sum(x, k: int, keepdims: bool):
     """The sum over x's first k axes (leading(x, axes) == k), in x's dtype."""
-    rows = int(np.prod(x.shape[:k]))
+    rows = math.prod(x.shape[:k])
     d = x.size // rows
-    rows_per = max(ROWS_PER, -(-rows // MAX_BLOCKS))
-    blocks = -(-rows // rows_per)
-    partial = cupy.empty((blocks, d), dtype=np.float64)
     out = cupy.empty(x.shape[k:], dtype=x.dtype)
     name, cast = _index(x.size)
     table = kernels.raw("columns")
+    if rows <= DIRECT_ROWS:
+        launch(table.get("ndl_column_direct", FLOATS[x.dtype], name), d,
+               (x, out, cast(rows), cast(d)))
+        return out.reshape((1,) * k + out.shape) if keepdims else out
+    rows_per = max(ROWS_PER, -(-rows // MAX_BLOCKS))
+    blocks = -(-rows // rows_per)
+    partial = cupy.empty((blocks, d), dtype=cupy.float64)
     launch(table.get("ndl_column_partial", FLOATS[x.dtype], name), partial.size,
            (x, partial, cast(rows), cast(d), cast(rows_per), cast(blocks)))
     launch(table.get("ndl_column_finish", FLOATS[x.dtype], name), d,
@@ -66,16 +74,21 @@ def channel_sum(x, keepdims: bool):
     s = x.size // (n * c)
     per = max(CHANNEL_PER, -(-n * s // MAX_BLOCKS))
     chunks = -(-n * s // per)
-    partial = cupy.empty((chunks, c), dtype=np.float64)
     out = cupy.empty((c,), dtype=x.dtype)
     name, cast = _index(x.size)
     table = kernels.raw("columns")
+    shape = (1, c) + (1,) * (x.ndim - 2) if keepdims else (c,)
+    if chunks == 1:  # a block per channel writes its sum: one launch, the same bits
+        table.get("ndl_channel_direct", FLOATS[x.dtype], name)(
+            (min(c, 65536),), (CHANNEL_THREADS,), (x, out, cast(n), cast(c), cast(s), cast(per)))
+        return out.reshape(shape)
+    partial = cupy.empty((chunks, c), dtype=cupy.float64)
     table.get("ndl_channel_partial", FLOATS[x.dtype], name)(
         (min(chunks * c, 65536),), (CHANNEL_THREADS,),
         (x, partial, cast(n), cast(c), cast(s), cast(per), cast(chunks)))
     launch(table.get("ndl_column_finish", FLOATS[x.dtype], name), c,
            (partial, out, cast(chunks), cast(c)))
-    return out.reshape((1, c) + (1,) * (x.ndim - 2)) if keepdims else out
+    return out.reshape(shape)
 
 
 #: the longest rows ndl_row_sum adds with a thread each (longer: CuPy's reduction)
@@ -89,7 +102,7 @@ def row_sum(x, axes, keepdims: bool):
     if (k < 1 or tuple(sorted(axes)) != tuple(range(k, x.ndim)) or x.dtype not in FLOATS
             or not x.flags.c_contiguous or x.size == 0):
         return None
-    rows = int(np.prod(x.shape[:k]))
+    rows = math.prod(x.shape[:k])
     d = x.size // rows
     if d > ROW_MAX or (d > 64 and rows < 1024):  # a few long rows: CuPy's parallel reduction
         return None

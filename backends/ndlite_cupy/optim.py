@@ -68,51 +68,87 @@ def rmsprop_step(b, param, grad, square_avg, grad_avg, momentum_buffer, lr, alph
                                eps, momentum, weight_decay)
 
 
+def _adam_hyper(step, lr, beta1, beta2, eps, weight_decay, decoupled_weight_decay) -> tuple:
+    """ndl_adam_at's h, on the host in doubles as the reference computes them."""
+    bias_correction1 = 1 - beta1 ** step
+    bias_correction2 = 1 - beta2 ** step
+    return (1 - lr * weight_decay, 0.0 if decoupled_weight_decay else weight_decay, beta1,
+            1 - beta1, beta2, 1 - beta2, math.sqrt(bias_correction2), lr / bias_correction1, eps)
+
+
 def adam_step(b, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, lr, beta1, beta2, eps,
               weight_decay, decoupled_weight_decay):
     decoupled = bool(weight_decay and decoupled_weight_decay)
-    bias_correction1 = 1 - beta1 ** step
-    bias_correction2 = 1 - beta2 ** step
-    hyper = (1 - lr * weight_decay, 0.0 if decoupled_weight_decay else weight_decay, beta1,
-             1 - beta1, beta2, 1 - beta2, math.sqrt(bias_correction2), lr / bias_correction1,
-             eps)
+    hyper = _adam_hyper(step, lr, beta1, beta2, eps, weight_decay, decoupled_weight_decay)
     if not _fused(b, "ndl_adam_step", param, grad, (exp_avg, exp_avg_sq, max_exp_avg_sq), hyper,
                   (np.bool_(decoupled),)):
         fallbacks.adam_step(b, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, lr, beta1,
                             beta2, eps, weight_decay, decoupled_weight_decay)
 
 
-# ---- several parameters in one launch (step_fallbacks.py's sgd_steps, rmsprop_steps) ---------
+# ---- several parameters in one launch (step_fallbacks.py's sgd_steps, rmsprop_steps, adam_steps)
 
 #: elements of one parameter a block of the multi-parameter kernels updates
 CHUNK = 4096
+#: device plans of recent multi-parameter launches, keyed by all they hold (the kernel, the
+#: device, every buffer's address, the sizes and flags): a training loop's parameters, states
+#: and gradients come back at the same addresses step after step (CuPy's pool), so a plan is
+#: built and copied to the device once, not each step (its NumPy build and upload cost about
+#: 80 us of host time on the H100 host: a fifth of the seed CNN's optimizer and loss calls)
+_PLANS: dict = {}
+PLANS_KEPT = 8
 
 
-def _many(b, kernel: str, params, grads, states: tuple, hyper: tuple, flags=None) -> bool:
+def _plan(key: tuple, columns: list, sizes: list, flags) -> tuple:
+    """(device plan, blocks) for the buffers of `columns` (one list per field, a buffer's
+    address or 0 each); cached under `key`."""
+    hit = _PLANS.get(key)
+    if hit is not None:
+        return hit
+    sizes = np.array(sizes, dtype=np.int64)
+    table = np.column_stack([np.array(columns, dtype=np.int64).T, sizes] +
+                            ([] if flags is None else [np.array(flags, dtype=np.int64)]))
+    blocks = -(-sizes // CHUNK)
+    which = np.repeat(np.arange(len(sizes), dtype=np.int64), blocks)
+    starts = (np.arange(which.size, dtype=np.int64) - np.repeat(np.cumsum(blocks) - blocks,
+                                                                 blocks)) * CHUNK
+    plan = cupy.asarray(np.concatenate([table.ravel(), np.column_stack([which, starts]).ravel()]))
+    if len(_PLANS) >= PLANS_KEPT:
+        del _PLANS[next(iter(_PLANS))]  # the oldest
+    _PLANS[key] = hit = (plan, int(which.size))
+    return hit
+
+
+def _many(b, kernel: str, params, grads, states: tuple, hyper: tuple, flags=None,
+          extra: tuple = ()) -> bool:
     """Launch `kernel` once over every parameter of the list; False (nothing launched) where
     the one-parameter path must run: while a graph records or a scalars-only pass runs (the
     hyperparameter table is per parameter), or for buffers the kernels cannot take."""
     if b._optimizer_table is not None or not params:
         return False
     dtype = params[0].dtype
-    arrays = [params, *states]
-    if dtype not in FLOATS or any(a is not None and (a.dtype != dtype or not a.flags.c_contiguous)
-                                  for column in arrays for a in column):
+    if dtype not in FLOATS:
         return False
     grads = [cupy.ascontiguousarray(g, dtype=dtype) for g in grads]  # (kept until launched)
-    sizes = np.array([p.size for p in params], dtype=np.int64)
-    rows = [[p.data.ptr, g.data.ptr, *(0 if s is None else s.data.ptr for s in state)]
-            for p, g, *state in zip(params, grads, *states)]
-    table = np.column_stack([np.array(rows, dtype=np.int64), sizes] +
-                            ([] if flags is None else [np.array(flags, dtype=np.int64)]))
-    blocks = -(-sizes // CHUNK)
-    which = np.repeat(np.arange(len(params), dtype=np.int64), blocks)
-    starts = (np.arange(which.size, dtype=np.int64) - np.repeat(np.cumsum(blocks) - blocks,
-                                                                 blocks)) * CHUNK
-    plan = cupy.asarray(np.concatenate([table.ravel(), np.column_stack([which, starts]).ravel()]))
+    columns = []
+    for column in (params, grads, *states):
+        addresses = []
+        for a in column:
+            if a is None:
+                addresses.append(0)
+            elif a.dtype != dtype or not a.flags.c_contiguous:
+                return False
+            else:
+                addresses.append(a.data.ptr)
+        columns.append(addresses)
+    sizes = [p.size for p in params]
+    key = (kernel, dtype.char, cupy.cuda.runtime.getDevice(),
+           *(x for addresses in columns for x in addresses), *sizes,
+           *(() if flags is None else flags))
+    plan, blocks = _plan(key, columns, sizes, flags)
     function = raw("optim").get(kernel, FLOATS[dtype])
-    function((int(which.size),), (256,), (plan, np.int64(len(params)), np.int64(CHUNK),
-                                          *(np.float64(h) for h in hyper)))
+    function((blocks,), (256,), (plan, np.int64(len(params)), np.int64(CHUNK),
+                                 *(np.float64(h) for h in hyper), *extra))
     return True
 
 
@@ -133,3 +169,13 @@ def rmsprop_steps(b, params, grads, square_avgs, grad_avgs, momentum_buffers, lr
                  (square_avgs, grad_avgs, momentum_buffers), hyper):
         step_fallbacks.rmsprop_steps(b, params, grads, square_avgs, grad_avgs,
                                      momentum_buffers, lr, alpha, eps, momentum, weight_decay)
+
+
+def adam_steps(b, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, step, lr, beta1, beta2,
+               eps, weight_decay, decoupled_weight_decay):
+    decoupled = bool(weight_decay and decoupled_weight_decay)
+    if not _many(b, "ndl_adam_steps", params, grads, (exp_avgs, exp_avg_sqs, max_exp_avg_sqs),
+                 _adam_hyper(step, lr, beta1, beta2, eps, weight_decay, decoupled_weight_decay),
+                 extra=(np.bool_(decoupled),)):
+        step_fallbacks.adam_steps(b, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, step,
+                                  lr, beta1, beta2, eps, weight_decay, decoupled_weight_decay)

@@ -62,7 +62,7 @@ DERIVED = (
 FAST_PATHS = (
     "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "erf",
     "max_pool2d", "max_pool2d_grad", "avg_pool2d", "avg_pool2d_grad",
-    "log_softmax", "nll_loss", "nll_loss_grad",
+    "log_softmax", "nll_loss", "nll_loss_grad", "adam_steps",
     "sgd_step", "rmsprop_step", "adam_step", "math", "math2", "argsort", "cumulative",
     "embedding_grad", "layer_norm", "layer_norm_grad", "causal_softmax", "causal_softmax_grad",
     "dropout_mask", "dropout", "linear", "gelu", "gelu_grad", "batch_norm", "batch_norm_grad",

@@ -10,7 +10,10 @@ the specification, composed from the primitives. A GPU backend pays its host tim
   first_steps) and rmsprop_steps(params, grads, square_avgs, grad_avgs, momentum_buffers, lr,
   alpha, eps, momentum, weight_decay) -> None: sgd_step / rmsprop_step (protocol.py) for every
   parameter of a list (an entry of a state list may be None, as there), one group's settings
-  shared: a GPU backend updates them all in one launch, bitwise as one by one.
+  shared: a GPU backend updates them all in one launch, bitwise as one by one;
+- adam_steps(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, step, lr, beta1, beta2,
+  eps, weight_decay, decoupled_weight_decay) -> None: adam_step for every parameter of a list
+  that share one step count (the optimizer calls it once per distinct count).
 """
 
 from __future__ import annotations
@@ -41,6 +44,14 @@ def rmsprop_steps(b, params, grads, square_avgs, grad_avgs, momentum_buffers, lr
                        weight_decay)
 
 
+def adam_steps(b, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, step, lr, beta1, beta2,
+               eps, weight_decay, decoupled_weight_decay) -> None:
+    for param, grad, exp_avg, exp_avg_sq, vmax in zip(params, grads, exp_avgs, exp_avg_sqs,
+                                                      max_exp_avg_sqs, strict=True):
+        b.adam_step(param, grad, exp_avg, exp_avg_sq, vmax, step, lr, beta1, beta2, eps,
+                    weight_decay, decoupled_weight_decay)
+
+
 class StepPaths:
     """The step fast paths, mixed into the Backend base class; a backend with a fused kernel
     overrides the method, or names a module of its own in `_step_kernels` (functions taking
@@ -58,6 +69,12 @@ class StepPaths:
         self._step_kernels.rmsprop_steps(self, params, grads, square_avgs, grad_avgs,
                                          momentum_buffers, lr, alpha, eps, momentum,
                                          weight_decay)
+
+    def adam_steps(self, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, step, lr, beta1,
+                   beta2, eps, weight_decay, decoupled_weight_decay) -> None:
+        self._step_kernels.adam_steps(self, params, grads, exp_avgs, exp_avg_sqs,
+                                      max_exp_avg_sqs, step, lr, beta1, beta2, eps,
+                                      weight_decay, decoupled_weight_decay)
 
     def relu_grad(self, grad, out):
         return relu_grad(self, grad, out)

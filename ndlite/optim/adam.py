@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .optimizer import Optimizer
+from .optimizer import Optimizer, batched
 
 
 class Adam(Optimizer):
@@ -34,14 +34,32 @@ class Adam(Optimizer):
         weight_decay, amsgrad, decoupled = group["weight_decay"], group["amsgrad"], self.decoupled
         buffer = self.buffer
 
-        def update(param, grad, state):
-            exp_avg = buffer(state, "exp_avg", param)._data
-            exp_avg_sq = buffer(state, "exp_avg_sq", param)._data
-            vmax = buffer(state, "max_exp_avg_sq", param)._data if amsgrad else None
-            state["step"] = step = state.get("step", 0) + 1
-            param._backend.adam_step(param._data, grad._data, exp_avg, exp_avg_sq, vmax, step,
-                                     lr, beta1, beta2, eps, weight_decay, decoupled)
+        def states(param, state):
+            """The state buffers of one parameter (exp_avg, exp_avg_sq, max_exp_avg_sq or
+            None)."""
+            return (buffer(state, "exp_avg", param)._data,
+                    buffer(state, "exp_avg_sq", param)._data,
+                    buffer(state, "max_exp_avg_sq", param)._data if amsgrad else None)
 
+        def update(param, grad, state):
+            buffers = states(param, state)
+            state["step"] = step = state.get("step", 0) + 1
+            param._backend.adam_step(param._data, grad._data, *buffers, step, lr, beta1, beta2,
+                                     eps, weight_decay, decoupled)
+
+        def batch(items):
+            """One backend call per step count (parameters that missed a step lag behind)."""
+            by_step: dict = {}
+            for item in items:
+                state = item[2]
+                state["step"] = step = state.get("step", 0) + 1
+                by_step.setdefault(step, []).append(item)
+            for step, part in by_step.items():
+                batched(part, states, lambda b, params, grads, *columns, step=step: b.adam_steps(
+                    params, grads, *columns, step, lr, beta1, beta2, eps, weight_decay,
+                    decoupled))
+
+        update.batch = batch
         return update
 
 

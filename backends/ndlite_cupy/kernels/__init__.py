@@ -193,6 +193,8 @@ def raw(name: str) -> RawKernels:
     return RawKernels(name, kernels, indexed)
 
 
+COLUMNS = ("ndl_column_partial", "ndl_column_direct", "ndl_column_finish",
+           "ndl_channel_partial", "ndl_channel_direct", "ndl_row_sum")
 #: file -> (its kernels, those of them that take an index type as well as an element type)
 RAW_KERNELS = {
     "conv": (("ndl_im2col", "ndl_col2im", "ndl_swap01"),
@@ -202,11 +204,8 @@ RAW_KERNELS = {
     "loss": (("ndl_log_softmax", "ndl_nll_loss", "ndl_nll_count", "ndl_nll_loss_grad"),
              ("ndl_log_softmax", "ndl_nll_loss_grad")),
     "optim": (("ndl_sgd_step", "ndl_rmsprop_step", "ndl_adam_step", "ndl_sgd_steps",
-               "ndl_rmsprop_steps"), ()),
-    "columns": (("ndl_column_partial", "ndl_column_finish", "ndl_channel_partial",
-                 "ndl_row_sum"),
-                ("ndl_column_partial", "ndl_column_finish", "ndl_channel_partial",
-                 "ndl_row_sum")),
+               "ndl_rmsprop_steps", "ndl_adam_steps"), ()),
+    "columns": (COLUMNS, COLUMNS),
 }
 
 #: threads per block of the raw kernels, and the most blocks a grid-stride launch uses

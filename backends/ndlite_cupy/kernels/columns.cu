@@ -20,6 +20,18 @@ __global__ void ndl_column_partial(const T* x, double* partial, I R, I D, I rows
   }
 }
 
+// A column sum in one launch for few rows (the caller's bound): a thread per column adds its
+// R values in order, in double, and rounds once.
+template <typename T, typename I>
+__global__ void ndl_column_direct(const T* x, T* out, I R, I D) {
+  for (I d = static_cast<I>(blockIdx.x) * blockDim.x + threadIdx.x; d < D;
+       d += static_cast<I>(gridDim.x) * blockDim.x) {
+    double acc = 0.0;
+    for (I r = 0; r < R; ++r) acc += static_cast<double>(x[r * D + d]);
+    out[d] = static_cast<T>(acc);
+  }
+}
+
 template <typename T, typename I>
 __global__ void ndl_column_finish(const double* partial, T* out, I blocks, I D) {
   for (I d = static_cast<I>(blockIdx.x) * blockDim.x + threadIdx.x; d < D;
@@ -35,9 +47,10 @@ __global__ void ndl_column_finish(const double* partial, T* out, I blocks, I D) 
 // the N * S) of channel c, its threads striding along the contiguous runs, then a tree in
 // shared memory in a fixed order; ndl_column_finish adds each channel's chunks in order
 // (partial is (chunks, C)). No atomics: the same bits run to run.
-template <typename T, typename I>
-__global__ void ndl_channel_partial(const T* x, double* partial, I N, I C, I S, I per,
-                                    I chunks) {
+// (O: double for the partial sums; T when one chunk covers a channel, its sum rounded once
+// and written as the result, the same bits as a finish over one chunk.)
+template <typename T, typename I, typename O>
+__device__ void ndl_channel_chunks(const T* x, O* partial, I N, I C, I S, I per, I chunks) {
   __shared__ double part[256];
   const I total = N * S;
   for (I blk = blockIdx.x; blk < chunks * C; blk += gridDim.x) {
@@ -54,9 +67,20 @@ __global__ void ndl_channel_partial(const T* x, double* partial, I N, I C, I S, 
       if (threadIdx.x < w) part[threadIdx.x] += part[threadIdx.x + w];
       __syncthreads();
     }
-    if (threadIdx.x == 0) partial[blk] = part[0];
+    if (threadIdx.x == 0) partial[blk] = static_cast<O>(part[0]);
     __syncthreads();
   }
+}
+
+template <typename T, typename I>
+__global__ void ndl_channel_partial(const T* x, double* partial, I N, I C, I S, I per,
+                                    I chunks) {
+  ndl_channel_chunks<T, I, double>(x, partial, N, C, S, per, chunks);
+}
+
+template <typename T, typename I>
+__global__ void ndl_channel_direct(const T* x, T* out, I N, I C, I S, I per) {
+  ndl_channel_chunks<T, I, T>(x, out, N, C, S, per, static_cast<I>(1));
 }
 
 // Row sums of a C-contiguous (R, D) array -- a sum over its trailing axes, such as softmax's

@@ -149,8 +149,8 @@ __global__ void ndl_adam_step(T* param, const T* grad, T* exp_avg, T* exp_avg_sq
   }
 }
 
-// Several parameters of one dtype in one launch (sgd_steps, rmsprop_steps: optim.py). `plan`
-// holds, per tensor, its buffers' addresses (0 for an unused state), its size and (SGD) its
+// Several parameters of one dtype in one launch (sgd_steps, rmsprop_steps, adam_steps:
+// optim.py). `plan` holds, per tensor, its buffers' addresses (0 for an unused state), its size and (SGD) its
 // first-step flag, FIELDS entries each; then, per block, the tensor it works on and the first
 // element of its chunk of CHUNK elements. Each element gets the one-parameter kernels' update.
 template <typename T>
@@ -180,5 +180,21 @@ __global__ void ndl_rmsprop_steps(const long long* plan, long long tensors, long
     ndl_rmsprop_at<T>(reinterpret_cast<T*>(e[0]), reinterpret_cast<const T*>(e[1]),
                       reinterpret_cast<T*>(e[2]), reinterpret_cast<T*>(e[3]),
                       reinterpret_cast<T*>(e[4]), h, k);
+  }
+}
+
+// Adam / AdamW over several parameters of one step count (h as ndl_adam_step's).
+template <typename T>
+__global__ void ndl_adam_steps(const long long* plan, long long tensors, long long chunk,
+                               double h0, double h1, double h2, double h3, double h4, double h5,
+                               double h6, double h7, double h8, bool decoupled) {
+  const long long* block = plan + 6 * tensors + 2 * static_cast<long long>(blockIdx.x);
+  const long long* e = plan + 6 * block[0];
+  const long long end = block[1] + chunk < e[5] ? block[1] + chunk : e[5];
+  const double h[9] = {h0, h1, h2, h3, h4, h5, h6, h7, h8};
+  for (long long k = block[1] + threadIdx.x; k < end; k += blockDim.x) {
+    ndl_adam_at<T>(reinterpret_cast<T*>(e[0]), reinterpret_cast<const T*>(e[1]),
+                   reinterpret_cast<T*>(e[2]), reinterpret_cast<T*>(e[3]),
+                   reinterpret_cast<T*>(e[4]), h, decoupled, k);
   }
 }
