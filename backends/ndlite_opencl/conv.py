@@ -36,6 +36,11 @@ def conv2d(b, x, weight, stride, padding, dilation, groups):
 
 
 def conv2d_grad_input(b, grad_output, weight, input_shape, stride, padding, dilation, groups):
+    if b.is_gpu and groups == 1 and tuple(stride) != (1, 1):
+        out = _strided_grad_input(b, grad_output, weight, input_shape, stride, padding,
+                                  dilation)
+        if out is not None:
+            return out
     key = (GRAD_INPUT, input_shape, weight.shape, grad_output.shape[2:], stride, padding,
            dilation, groups, grad_output.dtype)
     plan = _plan(b, key)
@@ -53,6 +58,30 @@ def conv2d_grad_weight(b, x, grad_output, weight_shape, stride, padding, dilatio
         return fallbacks.conv2d_grad_weight(b, x, grad_output, weight_shape, stride, padding,
                                             dilation, groups)
     return _run(b, plan, _dense(b, grad_output), _dense(b, x))
+
+
+def _strided_grad_input(b, grad_output, weight, input_shape, stride, padding, dilation):
+    """A strided convolution's input gradient on a GPU as one product, weight^T @ grad_output
+    (C * kh * kw rows, a column per output pixel), and a gather of the taps that cover each
+    input element (kernels/col2im.cl): the implicit GEMM would multiply by zero in all but
+    about one tap in sh * sw (ResNet-18's stride-2 3x3 layers on an H100: 1.3 ms each, 4x
+    cuDNN's). None where it does not apply (halves, 31-bit offsets)."""
+    n, c, h, w = input_shape
+    o, _, kh, kw = weight.shape
+    oh, ow = grad_output.shape[2:]
+    rows, pixels, size = c * kh * kw, n * oh * ow, prod(input_shape)
+    dtype = grad_output.dtype
+    if dtype not in (np.float32, np.float64) or max(rows * pixels, size, o * pixels) >= 2**31:
+        return None
+    w_t = b.permute(b.reshape(weight, (o, rows)), (1, 0))
+    g = b.reshape(b.permute(grad_output, (1, 0, 2, 3)), (o, pixels))
+    cols = _dense(b, b.matmul(w_t, g))
+    out = b._new(tuple(input_shape), dtype, "conv2d")
+    layout = (c, h, w, kh, kw, oh, ow, *stride, *padding, *dilation, pixels, size)
+    kernel = b.kernels.get("col2im.cl", "col2im", (("IDX", "int"), ("LAYOUT_LEN", len(layout)),
+                                                   ("T", ctype(dtype))))
+    b._launch(kernel, size, (out.data, cols.data, b.layout(layout, np.int32)))
+    return out
 
 
 # ---- launching ----------------------------------------------------------------------------------
@@ -112,7 +141,7 @@ def _make_plan(b, mode, shape, w_shape, out_hw, stride, padding, dilation, group
         m, nc, k, source_group, channel, a_group, a_row = (
             og, taps, pixels, cg * h * w, taps, og * oh * ow, oh * ow)
         tables = (_tap_table(b, geometry), _pixel_table(b, geometry))
-    tm, tn, tk = tile(b, mode, m, nc, k)
+    tm, tn, tk, wpt = tile(b, mode, m, nc, k)
     splits = _splits(b, -(-m // tm) * -(-nc // tn) * groups, k)
     chunk = -(-k // (splits * tk)) * tk
     splits = -(-k // chunk)
@@ -120,24 +149,29 @@ def _make_plan(b, mode, shape, w_shape, out_hw, stride, padding, dilation, group
     layout = (m, nc, k, chunk, groups, h, w, source_group, channel, size, oh, ow, *stride,
               a_group, a_row)
     defines = (("IDX", "int"), ("LAYOUT_LEN", len(layout)), ("T", ctype(dtype)),
-               ("MODE", mode), ("TM", tm), ("TN", tn), ("TK", tk),
+               ("MODE", mode), ("TM", tm), ("TN", tn), ("TK", tk), ("WPT", wpt),
                ("UNIT_STRIDE", int(mode == GRAD_INPUT and tuple(stride) == (1, 1))))
     kernel = b.kernels.get("conv.cl", "conv_gemm", defines)
-    grid = (-(-nc // tn) * (tn // 4), -(-m // tm) * (tm // 4), groups * splits)
+    grid = (-(-nc // tn) * (tn // wpt), -(-m // tm) * (tm // wpt), groups * splits)
     args = (*tables, b.layout(layout, np.int32))
-    return kernel, grid, (tn // 4, tm // 4, 1), args, splits, size, out_shape
+    return kernel, grid, (tn // wpt, tm // wpt, 1), args, splits, size, out_shape
 
 
 def tile(b, mode: int, m: int, nc: int, k: int) -> tuple:
-    """(TM, TN, TK) of the product's tiles, from a sweep over the seed CNN's calls
-    (bench/opencl_conv.py). GPUs: rows of C in 32s when there are few of them (a small
-    layer's outputs, a grad_input's channels per group), else in 64s; the gradients' wide
-    products in columns of 128 (an H200: conv2's grad_input 0.28 -> 0.19 ms). CPUs run a
-    work-group's items in turn: 32 x 32 tiles (64 items) took the least time over all of the
-    CNN's calls on PoCL."""
+    """(TM, TN, TK, WPT) of the product's tiles, each work-item holding WPT x WPT outputs, from
+    sweeps over the seed CNN's and ResNet-18's calls (bench/opencl_conv.py, an H100). GPUs:
+    products of 128 rows of C or more and 1024 columns or more in 128 x 64 tiles of 8 x 8
+    per work-item (ResNet-18's 3x3 layers from 128 channels: 15-25% less time than 4 x 4 in
+    every mode, e.g. a 512-channel grad_input 0.54 -> 0.39 ms); else rows in 32s when there
+    are few of them (a small layer's outputs, a grad_input's channels per group), else in 64s,
+    the gradients' wide products in columns of 128 (an H200: the seed's conv2 grad_input
+    0.28 -> 0.19 ms). CPUs run a work-group's items in turn: 32 x 32 tiles (64 items) took
+    the least time over all of the seed CNN's calls on PoCL."""
     if not b.is_gpu:
-        return 32, 32, TK
-    return (32 if m <= 32 else 64), (128 if mode != FORWARD and nc >= 512 else 64), TK
+        return 32, 32, TK, 4
+    if m >= 128 and nc >= 1024:
+        return 128, 64, TK, 8
+    return (32 if m <= 32 else 64), (128 if mode != FORWARD and nc >= 512 else 64), TK, 4
 
 
 def _splits(b, tiles: int, k: int) -> int:

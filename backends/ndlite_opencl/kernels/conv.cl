@@ -20,12 +20,13 @@
 // With SPLIT > 1 chunks of k, chunk s writes its own copy of C (a later launch adds them in a
 // fixed order): every sum has a fixed order, so results are bitwise the same run to run.
 //
-// The tile: TM x TN of C per work-group of (TN / 4) x (TM / 4) work-items, each holding a
-// 4 x 4 block in registers at rows tm + i * TM/4 and columns tn + j * TN/4 (neighbouring
+// The tile: TM x TN of C per work-group of (TN / WPT) x (TM / WPT) work-items, each holding a
+// WPT x WPT block in registers at rows tm + i * TM/WPT and columns tn + j * TN/WPT (neighbouring
 // work-items read neighbouring words of local memory and write neighbouring outputs).
-// #defines: T, MODE (1, 2, 3 as above), TM, TN, TK (conv.tile() picks them; the loads divide
-// evenly among the work-items when TM * TN / 16 is a multiple of TN and of TK and divides
-// TM * TK and TK * TN), UNIT_STRIDE (GRAD_INPUT with stride (1, 1): no division).
+// #defines: T, MODE (1, 2, 3 as above), TM, TN, TK, WPT (conv.tile() picks them; the loads
+// divide evenly among the work-items when TM * TN / WPT^2 is a multiple of TN and of TK and
+// divides TM * TK and TK * TN), UNIT_STRIDE (GRAD_INPUT with stride (1, 1): no division).
+// The sum over k runs in the same order whatever the tile: the bits do not depend on it.
 // Layout: M, NC, K, chunk, G, H, W, source group stride, C's channel stride, C's size (the
 // stride between split copies), OH, OW, sh, sw, A's group stride, A's row stride.
 
@@ -33,8 +34,8 @@
 #define GRAD_INPUT 2
 #define GRAD_WEIGHT 3
 
-#define RTM (TM / 4)
-#define RTN (TN / 4)
+#define RTM (TM / WPT)
+#define RTN (TN / WPT)
 #define NT (RTM * RTN)
 #define A_PER (TM * TK / NT)   // A-tile elements each work-item loads per k-step
 #define B_PER (TK * TN / NT)
@@ -93,11 +94,11 @@ void conv_gemm(__global T* out, __global const T* a, __global const T* src,
     const int4 fixed = b_col < NC ? n_table[b_col] : (int4)(0);
 #endif
 
-    T acc[4][4];
+    T acc[WPT][WPT];
 #pragma unroll
-    for (int i = 0; i < 4; ++i)
+    for (int i = 0; i < WPT; ++i)
 #pragma unroll
-        for (int j = 0; j < 4; ++j)
+        for (int j = 0; j < WPT; ++j)
             acc[i][j] = 0;
 
     for (int k0 = k_begin; k0 < k_end; k0 += TK) {
@@ -142,17 +143,17 @@ void conv_gemm(__global T* out, __global const T* a, __global const T* src,
         barrier(CLK_LOCAL_MEM_FENCE);
 #pragma unroll
         for (int k = 0; k < TK; ++k) {
-            T av[4], bv[4];
+            T av[WPT], bv[WPT];
 #pragma unroll
-            for (int i = 0; i < 4; ++i)
+            for (int i = 0; i < WPT; ++i)
                 av[i] = As[k][tm + i * RTM];
 #pragma unroll
-            for (int j = 0; j < 4; ++j)
+            for (int j = 0; j < WPT; ++j)
                 bv[j] = Bs[k][tn + j * RTN];
 #pragma unroll
-            for (int i = 0; i < 4; ++i)
+            for (int i = 0; i < WPT; ++i)
 #pragma unroll
-                for (int j = 0; j < 4; ++j)
+                for (int j = 0; j < WPT; ++j)
                     acc[i][j] += av[i] * bv[j];
         }
         barrier(CLK_LOCAL_MEM_FENCE);
@@ -161,7 +162,7 @@ void conv_gemm(__global T* out, __global const T* a, __global const T* src,
     out += s * L.v[9];
     const int channel = L.v[8];
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
+    for (int j = 0; j < WPT; ++j) {
         const int n = n0 + tn + j * RTN;
         if (n >= NC)
             continue;
@@ -171,7 +172,7 @@ void conv_gemm(__global T* out, __global const T* a, __global const T* src,
         const int col = n_table[n].w;
 #endif
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
+        for (int i = 0; i < WPT; ++i) {
             const int m = m0 + tm + i * RTM;
             if (m < M)
                 out[(g * M + m) * channel + col] = acc[i][j];
