@@ -109,6 +109,8 @@ def _plan(b, x: CLArray, y: CLArray) -> tuple:
         splits = _splits(b, M, N, K, bshape, params)
         if splits > 1:
             return out.shape, _split_launch(b, xb, yb, plan, params, splits)
+        if bshape and M * N <= tuning.SMALL:  # a batch of small products: their own tiles
+            params = tuning.gemm_params(b, "small") or params
         return out.shape, gemm.launch(b, out, xb, yb, plan, params)
     return out.shape, _general(b, out, xb, yb, plan)
 

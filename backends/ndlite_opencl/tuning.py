@@ -1,10 +1,17 @@
 """Tile sizes for the fast matmul (gemm.cl), chosen per device by a short tuning at first use.
 
 Each candidate is built, checked against a float64 product on the host and timed with OpenCL
-profiling events on a square problem (2048 on GPUs, 512 on CPUs); the fastest correct one is
-kept in `<cache>/opencl-gemm.json` (cache: NDLITE_CACHE_DIR, else ~/.cache/ndlite), keyed by
-platform, device and driver, so later runs start with it. NDLITE_OPENCL_TUNE=0 skips the
-timing and takes the first candidate that fits the device.
+profiling events, on two problems that ask for different tiles: a square product (2048 on
+GPUs, 512 on CPUs) for large products, and on GPUs a batch of small ones (256 products of
+256 x 64 by 64 x 256, attention's per head) for batches of matrices of at most SMALL
+elements, where big tiles leave few k-steps to hide their loads behind (on an H100 the
+attention products of the GPT took 0.13-0.17 ms each with the square's 128 x 128 tiles,
+0.08-0.10 with 64-row ones). The fastest correct one of each is kept in
+`<cache>/opencl-gemm.json` (cache: NDLITE_CACHE_DIR, else ~/.cache/ndlite), keyed by platform,
+device and driver (and the problem), so later runs start with it. NDLITE_OPENCL_TUNE=0 skips
+the timing and takes the first candidate that fits the device. The tiles do not change a
+product's bits (each element sums its k in order); a split along K does (linalg.py), and it
+is planned on the square's tiles.
 """
 
 from __future__ import annotations
@@ -30,6 +37,10 @@ CPU_CANDIDATES = [
     (32, 32, 16, 4, 4), (64, 64, 16, 4, 4), (64, 64, 16, 8, 8), (32, 64, 32, 4, 8),
 ]
 _NAMES = ("TSM", "TSN", "TSK", "WPTM", "WPTN")
+#: a batched product whose output matrices hold at most this many elements tunes as "small"
+SMALL = 256 * 256
+#: problem -> (batch, M, N, K) of its timed product (size: the square's side, set per device)
+PROBLEMS = {"square": None, "small": (256, 256, 256, 64)}
 
 
 def cache_path() -> str:
@@ -41,23 +52,27 @@ def device_key(device) -> str:
                                           device.driver_version, device.version))
 
 
-def gemm_params(b) -> dict | None:
-    """The tile sizes for backend `b`'s device: from the disk cache, else tuned now."""
-    params = getattr(b, "_gemm_params", False)
+def gemm_params(b, problem: str = "square") -> dict | None:
+    """The tile sizes for backend `b`'s device and `problem` ("square": large products;
+    "small": batches of small ones, GPUs only): from the disk cache, else tuned now."""
+    if problem != "square" and not b.is_gpu:
+        problem = "square"
+    attribute = "_gemm_params" if problem == "square" else f"_gemm_params_{problem}"
+    params = getattr(b, attribute, False)
     if params is not False:
         return params
-    key = device_key(b.device)
+    key = device_key(b.device) + ("" if problem == "square" else f" | {problem}")
     entry = _read_cache().get(key)
     if entry is not None:
         params = entry["params"]
     elif os.environ.get("NDLITE_OPENCL_TUNE", "1") == "0":
         params = next((p for p in _candidates(b) if fits(b, p)), None)
     else:
-        report = tune(b)
+        report = tune(b, problem=problem)
         params = report["params"]
         if params is not None:
             _write_cache(key, report)
-    b._gemm_params = params
+    setattr(b, attribute, params)
     return params
 
 
@@ -78,19 +93,22 @@ def fits(b, p: dict) -> bool:
 
 
 def tune(b, candidates: list[dict] | None = None, size: int | None = None,
-         repeats: int = 5) -> dict:
-    """Time every candidate on a size x size x size product; returns the report that is cached:
-    {"params": the fastest correct candidate, "size", "results": [per candidate]}."""
+         repeats: int = 5, problem: str = "square") -> dict:
+    """Time every candidate on `problem` (PROBLEMS; the square's side is `size`); returns the
+    report that is cached: {"params": the fastest correct candidate, "size", "problem",
+    "results": [per candidate]}."""
     candidates = candidates or _candidates(b)
     size = size or (2048 if b.is_gpu else 512)
+    batch, m, n, k = PROBLEMS[problem] or (1, size, size, size)
     rng = np.random.default_rng(0)
-    host_a = rng.standard_normal((size, size), dtype=np.float32)
-    host_b = rng.standard_normal((size, size), dtype=np.float32)
+    host_a = rng.standard_normal((batch, m, k), dtype=np.float32)
+    host_b = rng.standard_normal((batch, k, n), dtype=np.float32)
     reference = host_a.astype(np.float64) @ host_b.astype(np.float64)
     x, y = b.from_numpy(host_a), b.from_numpy(host_b)
-    out = b._new((size, size), np.dtype("float32"), "tune")
+    out = b._new((batch, m, n), np.dtype("float32"), "tune")
     queue = cl.CommandQueue(b.context, properties=cl.command_queue_properties.PROFILING_ENABLE)
-    plan = (size, size, size, (), (), (), (), size, 1, size, 1)
+    plan = ((m, n, k, (batch,), (m * k,), (k * n,), (m * n,), k, 1, n, 1) if batch > 1 else
+            (m, n, k, (), (), (), (), k, 1, n, 1))
     results, best, started = [], None, time.perf_counter()
     for params in candidates:
         entry = {"params": params}
@@ -115,10 +133,11 @@ def tune(b, candidates: list[dict] | None = None, size: int | None = None,
             times.append((event.profile.end - event.profile.start) * 1e-9)
         seconds = statistics.median(times)
         entry["ms"] = seconds * 1e3
-        entry["gflops"] = 2 * size**3 / seconds * 1e-9
+        entry["gflops"] = 2 * batch * m * n * k / seconds * 1e-9
         if best is None or seconds < best[0]:
             best = (seconds, params)
-    return {"params": best[1] if best else None, "size": size, "results": results,
+    return {"params": best[1] if best else None, "size": size, "problem": problem,
+            "results": results,
             "device": device_key(b.device), "tuning_seconds": time.perf_counter() - started}
 
 

@@ -259,6 +259,7 @@ def _fast_matmul(b, monkeypatch, params):
 
     monkeypatch.setattr(linalg, "FAST_MIN_WORK", 0)
     monkeypatch.setattr(b, "_gemm_params", params, raising=False)
+    monkeypatch.setattr(b, "_gemm_params_small", params, raising=False)
     monkeypatch.setattr(b, "_matmul_plans", {}, raising=False)  # plans made with other tiles
 
 
@@ -358,10 +359,41 @@ def test_tuning_picks_a_correct_candidate_and_caches_it(b, monkeypatch, tmp_path
     monkeypatch.setattr(tuning, "GPU_CANDIDATES", small)
     monkeypatch.setattr(tuning, "CPU_CANDIDATES", small)
     tune = tuning.tune
-    monkeypatch.setattr(tuning, "tune", lambda backend: tune(backend, size=128))
+    monkeypatch.setattr(tuning, "tune", lambda backend, **kw: tune(backend, size=128, **kw))
     params = tuning.gemm_params(b)
     assert params is not None and tuple(params.values()) in small
     assert (tmp_path / "opencl-gemm.json").exists()
     monkeypatch.setattr(b, "_gemm_params", False, raising=False)
-    monkeypatch.setattr(tuning, "tune", lambda backend: pytest.fail("should come from disk"))
+    monkeypatch.setattr(tuning, "tune", lambda backend, **kw: pytest.fail("should come from disk"))
     assert tuning.gemm_params(b) == params
+
+
+def test_batches_of_small_products_tune_apart_on_gpus(b, monkeypatch, tmp_path):
+    import json
+
+    from ndlite_opencl import linalg, tuning
+
+    monkeypatch.setenv("NDLITE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(b, "is_gpu", True)
+    square, batched = {"TSM": 32, "TSN": 32, "TSK": 16, "WPTM": 4, "WPTN": 4}, None
+    monkeypatch.setattr(b, "_gemm_params", square, raising=False)
+    monkeypatch.setattr(b, "_gemm_params_small", False, raising=False)
+    monkeypatch.setattr(b, "_matmul_plans", {}, raising=False)
+    monkeypatch.setattr(tuning, "GPU_CANDIDATES", [(32, 32, 8, 4, 4), (64, 32, 8, 8, 4)])
+    monkeypatch.setattr(tuning, "PROBLEMS", {"square": None, "small": (3, 64, 32, 16)})
+    batched = tuning.gemm_params(b, "small")
+    assert batched is not None and tuple(batched.values()) in tuning.GPU_CANDIDATES
+    saved = json.loads((tmp_path / "opencl-gemm.json").read_text())
+    assert [k for k in saved if k.endswith(" | small")], "cached under its own key"
+    used = []
+    launch = linalg.gemm.launch
+    monkeypatch.setattr(linalg.gemm, "launch", lambda *a: used.append(a[-1]) or launch(*a))
+    monkeypatch.setattr(linalg, "FAST_MIN_WORK", 0)
+    monkeypatch.setattr(linalg, "BATCHED_MIN_WORK", 0)
+    x, y = normal(5, 16, 24), normal(5, 24, 8)
+    got = host(b, b.matmul(dev(b, x), dev(b, y)))
+    np.testing.assert_allclose(got, x @ y, rtol=1e-4, atol=1e-4)
+    assert used == [batched]
+    big = normal(3, 300, 300)  # matrices over SMALL: the square's tiles
+    b.matmul(dev(b, big), dev(b, big))
+    assert used[-1] == square

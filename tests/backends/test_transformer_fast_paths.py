@@ -94,6 +94,31 @@ def test_embedding_grad_sums_each_row_in_a_fixed_order(backend, n, d, rows, top)
         same_bits(host(b, b.embedding_grad(g, i, rows)), got, "run to run")
 
 
+@pytest.mark.parametrize("n,d,rows,top", SEGMENTS[:4], ids=[str(s) for s in SEGMENTS[:4]])
+def test_opencl_embedding_grad_takes_either_path_to_the_same_sums(backend, n, d, rows, top,
+                                                                   monkeypatch):
+    """OpenCL: few rows walk every position on the device; more take the host-sorted segment
+    sum. Both against float64, and against each other (within the rounding of their orders)."""
+    b = backend
+    if not b.name.startswith("opencl"):
+        pytest.skip("OpenCL's two embedding_grad paths")
+    from ndlite_opencl import transformer
+
+    r = np.random.default_rng(n)
+    grad = r.standard_normal((n, d)).astype(np.float32)
+    index = r.integers(0, top, n).astype(np.int64)
+    scan = host(b, b.embedding_grad(dev(b, grad), dev(b, index), rows))
+    monkeypatch.setattr(transformer, "SCAN_MAX", 0)
+    sorted_sum = host(b, b.embedding_grad(dev(b, grad), dev(b, index), rows))
+    want, size = np.zeros((rows, d)), np.zeros((rows, d))
+    np.add.at(want, index, grad.astype(np.float64))
+    np.add.at(size, index, np.abs(grad.astype(np.float64)))
+    count = int(np.bincount(index, minlength=rows).max())
+    for got in (scan, sorted_sum):
+        verdict = judge(got, want, "scaled", np.float32, scale=size, roundings=count)
+        assert verdict.ok, verdict.message
+
+
 def test_embedding_backward_with_repeated_tokens(backend):
     b = backend
     r = np.random.default_rng(3)

@@ -2,7 +2,8 @@
 // ndlite/device/transformer_fallbacks.py. Every sum runs in a fixed order: no atomics, the
 // same bits run to run.
 //   segment_chunks, segment_rows: embedding_grad's sorted segment sum, one work-item per
-//     (chunk, column), then per (row, column) over the row's chunks in order;
+//     (chunk, column), then per (row, column) over the row's chunks in order; embedding_rows:
+//     its path for few rows, a work-group per (row, columns) over every position;
 //   layer_norm, layer_norm_grad, causal_softmax, causal_softmax_grad: one work-group of WG
 //     (a power of two; 1 on a CPU) per row, reductions as a fixed tree in local memory;
 //   layer_norm_columns, column_total: the weight and bias gradients' column sums, per block
@@ -43,6 +44,33 @@ __kernel void segment_chunks(__global T* partial, __global const P* grad,
     for (long p = bounds[c]; p < bounds[c + 1]; ++p)
         acc += LD_P(grad, (IDX)order[p] * D + d);
     partial[e] = acc;
+}
+
+// embedding_grad for few rows (transformer.py's bound on rows x positions): a work-group per
+// (row, block of WG columns) walks every position in ascending order, WG indices at a time
+// staged in local memory, and adds the gradient rows of the positions holding its row. No
+// sort and no trip through the host (the segment path reads the index back: a wait for the
+// whole queue mid-step); each sum in position order, the same bits run to run.
+// Layout: positions n, D, column blocks, 0.
+__kernel void embedding_rows(__global P* out, __global const P* grad, __global const long* index,
+                             const layout_t L)
+{
+    __local long staged[WG];
+    const IDX n = L.v[0], D = L.v[1], t = get_local_id(0);
+    const IDX r = get_group_id(0) / L.v[2], d = (get_group_id(0) % L.v[2]) * WG + t;
+    T acc = 0;
+    for (IDX p0 = 0; p0 < n; p0 += WG) {
+        staged[t] = p0 + t < n ? index[p0 + t] : -1;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        const IDX m = min((IDX)WG, n - p0);
+        if (d < D)
+            for (IDX q = 0; q < m; ++q)
+                if (staged[q] == r)
+                    acc += LD_P(grad, (p0 + q) * D + d);
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (d < D)
+        ST_P(out, r * D + d, acc);
 }
 
 __kernel void segment_rows(__global P* out, __global const T* partial,
