@@ -114,6 +114,32 @@ def median_time(fn, number: int, repeat: int = 15, warmup: int = 1) -> float:
     return statistics.median(runs)
 
 
+def opencl_kernel_seconds(b, fn, repeats: int) -> float:
+    """Median over `repeats` runs of fn() of the summed profiling-event times of the kernels it
+    queues on OpenCL backend b (NDLITE_OPENCL_PROFILE=1), after one warm-up run."""
+    events = []
+    enqueue = b.enqueue
+
+    def recording(kernel, *args, **kwargs):
+        event = enqueue(kernel, *args, **kwargs)
+        events.append(event)
+        return event
+
+    fn()
+    b.synchronize()
+    times = []
+    b.enqueue = recording
+    try:
+        for _ in range(repeats):
+            events.clear()
+            fn()
+            b.synchronize()
+            times.append(sum(e.profile.end - e.profile.start for e in events) * 1e-9)
+    finally:
+        b.enqueue = enqueue
+    return statistics.median(times)
+
+
 def cuda_time_ms(fn, warmup: int = 3, repeats: int = 15, inner: int = 20) -> list[float]:
     """Milliseconds per call of fn, one figure per repeat, from CUDA events around `inner`
     back-to-back calls after warm-up (the GPU's timeline: launch-bound calls measure the

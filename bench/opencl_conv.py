@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import opencl_kernel_seconds as kernel_seconds  # noqa: E402
 from common import with_machine  # noqa: E402
 
 os.environ.setdefault("NDLITE_OPENCL_PROFILE", "1")
@@ -82,30 +83,6 @@ def calls(b, rng, batch: int):
         out.append((f"{name} grad_weight", flops, lambda x=x, g=g, ws=ws, geo=geo:
                     b.conv2d_grad_weight(x, g, ws, *geo)))
     return out
-
-
-def kernel_seconds(b, fn, repeats: int) -> float:
-    events = []
-    enqueue = b.enqueue
-
-    def recording(kernel, *args, **kwargs):
-        event = enqueue(kernel, *args, **kwargs)
-        events.append(event)
-        return event
-
-    fn()
-    b.synchronize()
-    times = []
-    b.enqueue = recording
-    try:
-        for _ in range(repeats):
-            events.clear()
-            fn()
-            b.synchronize()
-            times.append(sum(e.profile.end - e.profile.start for e in events) * 1e-9)
-    finally:
-        b.enqueue = enqueue
-    return statistics.median(times)
 
 
 def cudnn_seconds(repeats: int, batch: int) -> dict:

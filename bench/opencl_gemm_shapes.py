@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import opencl_kernel_seconds as kernel_seconds  # noqa: E402
 from common import with_machine  # noqa: E402
 
 os.environ.setdefault("NDLITE_OPENCL_PROFILE", "1")
@@ -48,29 +49,6 @@ def products(batch: int) -> list:
 def t_last(b, x):
     axes = tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2)
     return b.permute(x, axes)
-
-
-def kernel_seconds(b, fn, repeats: int) -> float:
-    events, enqueue = [], b.enqueue
-
-    def recording(kernel, *args, **kwargs):
-        event = enqueue(kernel, *args, **kwargs)
-        events.append(event)
-        return event
-
-    fn()
-    b.synchronize()
-    times = []
-    b.enqueue = recording
-    try:
-        for _ in range(repeats):
-            events.clear()
-            fn()
-            b.synchronize()
-            times.append(sum(e.profile.end - e.profile.start for e in events) * 1e-9)
-    finally:
-        b.enqueue = enqueue
-    return statistics.median(times)
 
 
 def cublas_seconds(a, ta, bm, tb, repeats: int) -> float | None:
