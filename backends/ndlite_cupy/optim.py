@@ -102,8 +102,9 @@ PLANS_KEPT = 8
 def _plan(key: tuple, columns: list, sizes: list, flags) -> tuple:
     """(device plan, blocks) for the buffers of `columns` (one list per field, a buffer's
     address or 0 each); cached under `key`."""
-    hit = _PLANS.get(key)
+    hit = _PLANS.pop(key, None)
     if hit is not None:
+        _PLANS[key] = hit  # the most recently used last: the first is evicted
         return hit
     sizes = np.array(sizes, dtype=np.int64)
     table = np.column_stack([np.array(columns, dtype=np.int64).T, sizes] +
@@ -114,7 +115,7 @@ def _plan(key: tuple, columns: list, sizes: list, flags) -> tuple:
                                                                  blocks)) * CHUNK
     plan = cupy.asarray(np.concatenate([table.ravel(), np.column_stack([which, starts]).ravel()]))
     if len(_PLANS) >= PLANS_KEPT:
-        del _PLANS[next(iter(_PLANS))]  # the oldest
+        del _PLANS[next(iter(_PLANS))]  # the least recently used
     _PLANS[key] = hit = (plan, int(which.size))
     return hit
 

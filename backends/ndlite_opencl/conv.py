@@ -22,6 +22,8 @@ FORWARD, GRAD_INPUT, GRAD_WEIGHT = 1, 2, 3
 TK = 16
 #: a split-K chunk holds at least this many k (shorter ones cost more in partials than they gain)
 MIN_CHUNK = 64
+#: the largest column buffer a strided grad_input builds (bytes); beyond, the implicit GEMM
+COLUMNS_MAX = 1 << 30
 #: launch plans and index tables kept per backend (a training loop uses a handful; shapes
 #: that never repeat clear them)
 _KEPT = 64
@@ -65,13 +67,15 @@ def _strided_grad_input(b, grad_output, weight, input_shape, stride, padding, di
     (C * kh * kw rows, a column per output pixel), and a gather of the taps that cover each
     input element (kernels/col2im.cl): the implicit GEMM would multiply by zero in all but
     about one tap in sh * sw (ResNet-18's stride-2 3x3 layers on an H100: 1.3 ms each, 4x
-    cuDNN's). None where it does not apply (halves, 31-bit offsets)."""
+    cuDNN's). None where it does not apply (halves, 31-bit offsets, columns over
+    COLUMNS_MAX bytes: the implicit GEMM needs no such buffer)."""
     n, c, h, w = input_shape
     o, _, kh, kw = weight.shape
     oh, ow = grad_output.shape[2:]
     rows, pixels, size = c * kh * kw, n * oh * ow, prod(input_shape)
     dtype = grad_output.dtype
-    if dtype not in (np.float32, np.float64) or max(rows * pixels, size, o * pixels) >= 2**31:
+    if (dtype not in (np.float32, np.float64) or max(rows * pixels, size, o * pixels) >= 2**31
+            or rows * pixels * dtype.itemsize > COLUMNS_MAX):
         return None
     w_t = b.permute(b.reshape(weight, (o, rows)), (1, 0))
     g = b.reshape(b.permute(grad_output, (1, 0, 2, 3)), (o, pixels))

@@ -1,9 +1,10 @@
 """The transformer fast paths of the OpenCL backend (protocol.py; the specification is
 ndlite/device/transformer_fallbacks.py), on the kernels in kernels/transformer.cl.
 
-- embedding_grad: for few rows (rows x positions up to SCAN_MAX: a character vocabulary, the
-  positions of a context) one kernel, a work-group per (row, block of columns) walking every
-  position in order, on the device alone; else a sort-and-segment sum: the (small) index
+- embedding_grad: on a GPU for few rows (rows x positions x column blocks up to SCAN_MAX: a
+  character vocabulary, the positions of a context) one kernel, a work-group per (row, block
+  of columns) walking every position in order, on the device alone; else a sort-and-segment
+  sum: the (small) index
   vector is sorted on the host (a stable argsort; reading it back waits for the queue), each
   row's run cut into chunks of at most CHUNK positions; one kernel sums every chunk (a
   work-item per (chunk, column)), a second every row's chunks in order (per (row, column)).
@@ -34,10 +35,11 @@ _FLOATS = (np.dtype("float32"), np.dtype("float64"))
 
 #: the most positions one work-item of segment_chunks adds up
 CHUNK = 32
-#: embedding_grad walks every position once per row up to this many rows x positions (the
-#: GPT's 65 x 16384 and 256 x 16384: 0.1 ms or so, where reading the index back to sort it
-#: stalled the queue for about as long as the whole backward had queued)
-SCAN_MAX = 2**23
+#: on a GPU embedding_grad walks every position once per (row, block of columns) up to this
+#: many of them in all (the GPT's 65 x 16384 x 3 and 256 x 16384 x 3), where reading the index
+#: back to sort it waits for the whole queue. Not on CPUs: no queue to drain, and a walk per
+#: (row, column) there took 30-200x the sort (PoCL, 2 cores)
+SCAN_MAX = 2**25
 #: the fewest rows of one partial column sum of layer_norm's gradients, the most partials
 COLUMN_ROWS, COLUMN_BLOCKS = 64, 1024
 
@@ -92,10 +94,10 @@ def embedding_grad(b, grad, index, num_rows):
     n, d = grad.shape
     if not _ok(grad) or num_rows == 0 or 4 * num_rows * d >= INT32_LIMIT:
         return halves.core(b, tfb.embedding_grad, grad, index, num_rows)
-    if num_rows * n <= SCAN_MAX and index.dtype == np.int64:
+    group = _group(b, d)
+    blocks = -(-d // group)
+    if b.is_gpu and num_rows * n * blocks <= SCAN_MAX and index.dtype == np.int64:
         grad, index = _dense(b, grad), _dense(b, index)
-        group = _group(b, d) if b.is_gpu else 1
-        blocks = -(-d // group)
         out = b._new((num_rows, d), grad.dtype, "embedding_grad")
         b.enqueue(_kernel(b, "embedding_rows", grad.dtype, group), (num_rows * blocks * group,),
                   (group,), (out.data, grad.data, index.data,

@@ -42,22 +42,23 @@ class Adam(Optimizer):
                     buffer(state, "max_exp_avg_sq", param)._data if amsgrad else None)
 
         def update(param, grad, state):
-            buffers = states(param, state)
-            state["step"] = step = state.get("step", 0) + 1
-            param._backend.adam_step(param._data, grad._data, *buffers, step, lr, beta1, beta2,
-                                     eps, weight_decay, decoupled)
+            step = state.get("step", 0) + 1
+            param._backend.adam_step(param._data, grad._data, *states(param, state), step, lr,
+                                     beta1, beta2, eps, weight_decay, decoupled)
+            state["step"] = step  # counted once the update is made: a failed one counts not
 
         def batch(items):
-            """One backend call per step count (parameters that missed a step lag behind)."""
+            """One backend call per step count (parameters that missed a step lag behind);
+            each part's step counts advance once its call has returned."""
             by_step: dict = {}
             for item in items:
-                state = item[2]
-                state["step"] = step = state.get("step", 0) + 1
-                by_step.setdefault(step, []).append(item)
+                by_step.setdefault(item[2].get("step", 0) + 1, []).append(item)
             for step, part in by_step.items():
                 batched(part, states, lambda b, params, grads, *columns, step=step: b.adam_steps(
                     params, grads, *columns, step, lr, beta1, beta2, eps, weight_decay,
                     decoupled))
+                for _, _, state in part:
+                    state["step"] = step
 
         update.batch = batch
         return update

@@ -16,7 +16,7 @@ if BACKEND is None:
     pytest.skip(f"backend cupy unavailable: {WHY}", allow_module_level=True)
 
 import cupy  # noqa: E402
-from ndlite_cupy import columns, optim  # noqa: E402
+from ndlite_cupy import columns, kernels, optim  # noqa: E402
 
 import ndlite  # noqa: E402
 
@@ -31,9 +31,18 @@ def _check(x, axes, got):
     assert np.all(np.abs(cupy.asnumpy(got) - want) <= 2 * eps * scale + np.finfo(x.dtype).tiny)
 
 
+@pytest.fixture
+def launched(monkeypatch):
+    """The names of the columns.cu kernels the test launches."""
+    table, names = kernels.raw("columns"), []
+    get = table.get
+    monkeypatch.setattr(table, "get", lambda name, *types: names.append(name) or get(name, *types))
+    return names
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("rows", [1, 3, columns.DIRECT_ROWS, columns.DIRECT_ROWS + 1, 70000])
-def test_column_sum_on_both_paths(rows, dtype):
+def test_column_sum_on_both_paths(rows, dtype, launched):
     x = np.random.default_rng(rows).standard_normal((rows, 37)).astype(dtype)
     got = b.sum(cupy.asarray(x), (0,), False)
     _check(x, (0,), got)
@@ -41,12 +50,16 @@ def test_column_sum_on_both_paths(rows, dtype):
     assert (cupy.asnumpy(got).view(np.uint8) == cupy.asnumpy(again).view(np.uint8)).all()
     kept = b.sum(cupy.asarray(x.reshape(rows, 1, 37)), (0, 1), True)
     assert kept.shape == (1, 1, 37)
+    one = rows <= columns.DIRECT_ROWS
+    assert set(launched) == ({"ndl_column_direct"} if one else
+                             {"ndl_column_partial", "ndl_column_finish"})
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("shape", [(2, 5, 3, 3), (128, 64, 8, 8), (128, 32, 24, 24),
-                                   (3, 70000, 1, 1), (64, 3, 64, 64)])
-def test_channel_sum_on_both_paths(shape, dtype):
+@pytest.mark.parametrize("shape, one", [((2, 5, 3, 3), True), ((128, 64, 8, 8), True),
+                                        ((128, 32, 24, 24), False), ((3, 70000, 1, 1), True),
+                                        ((64, 3, 64, 64), False)])
+def test_channel_sum_on_both_paths(shape, one, dtype, launched):
     c = shape[1]
     x = np.random.default_rng(c).standard_normal(shape).astype(dtype)
     got = b.sum(cupy.asarray(x), (0, 2, 3), False)
@@ -54,12 +67,8 @@ def test_channel_sum_on_both_paths(shape, dtype):
     kept = b.sum(cupy.asarray(x), (0, 2, 3), True)
     assert kept.shape == (1, c, 1, 1)
     assert (cupy.asnumpy(kept).ravel().view(np.uint8) == cupy.asnumpy(got).view(np.uint8)).all()
-
-
-def test_the_channel_shapes_take_both_paths():
-    chunks = {-(-n * s // max(columns.CHANNEL_PER, -(-n * s // columns.MAX_BLOCKS)))
-              for n, s in [(2, 9), (128, 64), (128, 576), (3, 1), (64, 4096)]}  # as above
-    assert 1 in chunks and max(chunks) > 1
+    assert set(launched) == ({"ndl_channel_direct"} if one else
+                             {"ndl_channel_partial", "ndl_column_finish"})
 
 
 def test_a_multi_parameter_step_reuses_its_plan_while_the_buffers_stay():

@@ -97,8 +97,10 @@ def test_embedding_grad_sums_each_row_in_a_fixed_order(backend, n, d, rows, top)
 @pytest.mark.parametrize("n,d,rows,top", SEGMENTS[:4], ids=[str(s) for s in SEGMENTS[:4]])
 def test_opencl_embedding_grad_takes_either_path_to_the_same_sums(backend, n, d, rows, top,
                                                                    monkeypatch):
-    """OpenCL: few rows walk every position on the device; more take the host-sorted segment
-    sum. Both against float64, and against each other (within the rounding of their orders)."""
+    """OpenCL: on a GPU few rows walk every position on the device (work-groups over the
+    columns, some items past the last column); else the host-sorted segment sum. Each against
+    float64, and the walk's sums in position order: a float64 sequential sum rounded as it goes
+    in float32 is what it must give, bit for bit."""
     b = backend
     if not b.name.startswith("opencl"):
         pytest.skip("OpenCL's two embedding_grad paths")
@@ -107,9 +109,16 @@ def test_opencl_embedding_grad_takes_either_path_to_the_same_sums(backend, n, d,
     r = np.random.default_rng(n)
     grad = r.standard_normal((n, d)).astype(np.float32)
     index = r.integers(0, top, n).astype(np.int64)
+    monkeypatch.setattr(b, "is_gpu", True)  # the walk, as on a GPU, wherever the tests run
+    walked = []
+    kernel = transformer._kernel
+    monkeypatch.setattr(transformer, "_kernel",
+                        lambda be, name, *a: walked.append(name) or kernel(be, name, *a))
     scan = host(b, b.embedding_grad(dev(b, grad), dev(b, index), rows))
-    monkeypatch.setattr(transformer, "SCAN_MAX", 0)
+    assert walked == ["embedding_rows"]
+    monkeypatch.setattr(b, "is_gpu", False)
     sorted_sum = host(b, b.embedding_grad(dev(b, grad), dev(b, index), rows))
+    assert "segment_chunks" in walked
     want, size = np.zeros((rows, d)), np.zeros((rows, d))
     np.add.at(want, index, grad.astype(np.float64))
     np.add.at(size, index, np.abs(grad.astype(np.float64)))
@@ -117,6 +126,10 @@ def test_opencl_embedding_grad_takes_either_path_to_the_same_sums(backend, n, d,
     for got in (scan, sorted_sum):
         verdict = judge(got, want, "scaled", np.float32, scale=size, roundings=count)
         assert verdict.ok, verdict.message
+    in_order = np.zeros((rows, d), np.float32)
+    for p in range(n):  # position by position, each add rounded to float32
+        in_order[index[p]] += grad[p]
+    same_bits(scan, in_order, "the walk adds the positions in order")
 
 
 def test_embedding_backward_with_repeated_tokens(backend):

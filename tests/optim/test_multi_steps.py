@@ -103,3 +103,25 @@ def test_a_group_of_two_dtypes_makes_one_call_per_dtype(backend, monkeypatch):
     assert calls == [{np.dtype("float32")}, {np.dtype("float64")}] * 2
     for a, b in zip(batched, single):
         np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
+
+
+def test_a_failed_adam_call_leaves_the_step_counts(backend, monkeypatch):
+    params = _params(backend, "float32")
+    opt = ndlite.optim.Adam(params, lr=0.1)
+    _grads(params, 0)
+    opt.step()
+    before = [p.detach().numpy().copy() for p in params]
+
+    def refuse(*args):
+        raise RuntimeError("refused")
+
+    monkeypatch.setattr(backend, "adam_steps", refuse)
+    _grads(params, 2)
+    with pytest.raises(RuntimeError, match="refused"):
+        opt.step()
+    assert [opt.state[id(p)]["step"] for p in params] == [1] * len(params)
+    for p, b in zip(params, before):
+        np.testing.assert_array_equal(p.detach().numpy(), b)
+    monkeypatch.undo()
+    opt.step()  # the retry counts step 2, as if the failure had not happened
+    assert [opt.state[id(p)]["step"] for p in params] == [2] * len(params)

@@ -26,7 +26,8 @@
 // #defines: T, MODE (1, 2, 3 as above), TM, TN, TK, WPT (conv.tile() picks them; the loads
 // divide evenly among the work-items when TM * TN / WPT^2 is a multiple of TN and of TK and
 // divides TM * TK and TK * TN), UNIT_STRIDE (GRAD_INPUT with stride (1, 1): no division).
-// The sum over k runs in the same order whatever the tile: the bits do not depend on it.
+// The sum over k runs in the same order whatever the tile: the bits do not depend on it, but
+// for split-K, whose chunks conv.py cuts by the number of tiles.
 // Layout: M, NC, K, chunk, G, H, W, source group stride, C's channel stride, C's size (the
 // stride between split copies), OH, OW, sh, sw, A's group stride, A's row stride.
 
