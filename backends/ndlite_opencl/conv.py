@@ -165,7 +165,7 @@ def tile(b, mode: int, m: int, nc: int, k: int) -> tuple:
     """(TM, TN, TK, WPT) of the product's tiles, each work-item holding WPT x WPT outputs, from
     sweeps over the seed CNN's and ResNet-18's calls (bench/opencl_conv.py, an H100). GPUs:
     products of 128 rows of C or more and 1024 columns or more in 128 x 64 tiles of 8 x 8
-    per work-item (ResNet-18's 3x3 layers from 128 channels: 15-25% less time than 4 x 4 in
+    per work-item (ResNet-18's 3x3 layers from 128 channels: 15-27% less time than 4 x 4 in
     every mode, e.g. a 512-channel grad_input 0.54 -> 0.39 ms); else rows in 32s when there
     are few of them (a small layer's outputs, a grad_input's channels per group), else in 64s,
     the gradients' wide products in columns of 128 (an H200: the seed's conv2 grad_input
