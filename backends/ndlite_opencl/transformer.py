@@ -4,11 +4,10 @@ ndlite/device/transformer_fallbacks.py), on the kernels in kernels/transformer.c
 - embedding_grad: on a GPU for few rows (rows x positions x column blocks up to SCAN_MAX: a
   character vocabulary, the positions of a context) one kernel, a work-group per (row, block
   of columns) walking every position in order, on the device alone; else a sort-and-segment
-  sum: the (small) index
-  vector is sorted on the host (a stable argsort; reading it back waits for the queue), each
-  row's run cut into chunks of at most CHUNK positions; one kernel sums every chunk (a
-  work-item per (chunk, column)), a second every row's chunks in order (per (row, column)).
-  No atomics, and many positions sharing a row never serialize.
+  sum: the (small) index vector is sorted on the host (a stable argsort; reading it back
+  waits for the queue), each row's run cut into chunks of at most CHUNK positions; one kernel
+  sums every chunk (a work-item per (chunk, column)), a second every row's chunks in order
+  (per (row, column)). No atomics, and many positions sharing a row never serialize.
 - layer_norm: one kernel forward (a work-group per row; mean and rstd kept), backward one for
   grad_x and two for the weight and bias column sums (per block of rows, then the blocks in
   order);
@@ -37,8 +36,8 @@ _FLOATS = (np.dtype("float32"), np.dtype("float64"))
 CHUNK = 32
 #: on a GPU embedding_grad walks every position once per (row, block of columns) up to this
 #: many of them in all (the GPT's 65 x 16384 x 3 and 256 x 16384 x 3), where reading the index
-#: back to sort it waits for the whole queue. Not on CPUs: no queue to drain, and a walk per
-#: (row, column) there took 30-200x the sort (PoCL, 2 cores)
+#: back to sort it waits for the whole queue. Not on CPUs: no queue to drain, and the walk
+#: took 25-65x the sort there (bench/opencl_embedding.py on PoCL, 2 cores)
 SCAN_MAX = 2**25
 #: the fewest rows of one partial column sum of layer_norm's gradients, the most partials
 COLUMN_ROWS, COLUMN_BLOCKS = 64, 1024

@@ -193,6 +193,7 @@ def raw(name: str) -> RawKernels:
     return RawKernels(name, kernels, indexed)
 
 
+#: the kernels of columns.cu, every one instantiated for an index type too
 COLUMNS = ("ndl_column_partial", "ndl_column_direct", "ndl_column_finish",
            "ndl_channel_partial", "ndl_channel_direct", "ndl_row_sum")
 #: file -> (its kernels, those of them that take an index type as well as an element type)

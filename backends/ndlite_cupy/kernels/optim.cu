@@ -150,9 +150,10 @@ __global__ void ndl_adam_step(T* param, const T* grad, T* exp_avg, T* exp_avg_sq
 }
 
 // Several parameters of one dtype in one launch (sgd_steps, rmsprop_steps, adam_steps:
-// optim.py). `plan` holds, per tensor, its buffers' addresses (0 for an unused state), its size and (SGD) its
-// first-step flag, FIELDS entries each; then, per block, the tensor it works on and the first
-// element of its chunk of CHUNK elements. Each element gets the one-parameter kernels' update.
+// optim.py). `plan` holds, per tensor, its buffers' addresses (0 for an unused state), its
+// size and (SGD) its first-step flag, FIELDS entries each; then, per block, the tensor it
+// works on and the first element of its chunk of CHUNK elements. Each element gets the
+// one-parameter kernels' update.
 template <typename T>
 __global__ void ndl_sgd_steps(const long long* plan, long long tensors, long long chunk,
                               double h0, double h1, double h2, double h3, double h4) {
