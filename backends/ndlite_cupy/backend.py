@@ -175,13 +175,12 @@ class CupyBackend(XpBackend):
         self._kernels = k = kernels()
         for name in _KERNEL_PRIMITIVES:
             setattr(self, name, getattr(k, name))
-        from . import blas, columns, lt, nn, optim, transformer
+        from . import blas, columns, layers, lt, nn, norm, optim, transformer
 
         self._indexing, self._blas, self._nn, self._optim = indexing, blas, nn, optim
         self._transformer_kernels, self._columns, self._lt = transformer, columns, lt
-        from . import norm
-
-        self._norm_kernels, self._step_kernels = norm, optim  # (Backend calls them)
+        # (Backend calls them)
+        self._norm_kernels, self._step_kernels, self._layer_kernels = norm, optim, layers
         self._cudnn = cudnn.start(cupy, self._device, partial(nn.cudnn_agrees, self))
         # float16/bfloat16 through float32, but convolutions are cuDNN's in half when it is on
         half.install(self, cupy, _KERNEL_PRIMITIVES,

@@ -60,13 +60,13 @@ DERIVED = (
 )
 #: fast paths with fallbacks in fallbacks.py (overrides agree within the tolerance policy)
 FAST_PATHS = (
-    "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "erf",
-    "max_pool2d", "max_pool2d_grad", "avg_pool2d", "avg_pool2d_grad",
-    "log_softmax", "nll_loss", "nll_loss_grad", "adam_steps",
+    "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "erf", "max_pool2d", "max_pool2d_grad",
+    "avg_pool2d", "avg_pool2d_grad", "log_softmax", "nll_loss", "nll_loss_grad", "adam_steps",
     "sgd_step", "rmsprop_step", "adam_step", "math", "math2", "argsort", "cumulative",
     "embedding_grad", "layer_norm", "layer_norm_grad", "causal_softmax", "causal_softmax_grad",
     "dropout_mask", "dropout", "linear", "gelu", "gelu_grad", "batch_norm", "batch_norm_grad",
     "batch_norm_update", "relu_grad", "add_scalar_inplace", "sgd_steps", "rmsprop_steps",
+    "conv2d_bias", "linear_grad", "log_softmax_grad",
 )
 #: queries and abilities beyond computing, with defaults that do nothing
 CAPABILITIES = ("device_name", "info", "memory_in_use", "synchronize", "defer_host_check",

@@ -13,7 +13,16 @@ the specification, composed from the primitives. A GPU backend pays its host tim
   shared: a GPU backend updates them all in one launch, bitwise as one by one;
 - adam_steps(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, step, lr, beta1, beta2,
   eps, weight_decay, decoupled_weight_decay) -> None: adam_step for every parameter of a list
-  that share one step count (the optimizer calls it once per distinct count).
+  that share one step count (the optimizer calls it once per distinct count);
+- conv2d_bias(x, weight, bias, stride, padding, dilation, groups) -> conv2d (protocol.py)
+  plus bias (C,) added to every channel: a Conv2d layer's forward, bitwise
+  add(conv2d(...), reshape(bias, (1, C, 1, 1)));
+- linear_grad(grad, x, weight, needs) -> (grad_x, grad_weight, grad_bias): a Linear layer's
+  first-order gradients for grad (..., out) of x (..., in) and weight (out, in), each None
+  unless `needs` (three bools) asks for it: grad @ weight, grad^T @ x with the leading dims
+  flattened, grad summed over the leading dims; agrees within the contraction tolerance;
+- log_softmax_grad(grad, out, axis) -> grad - exp(out) * sum(grad, axis): log_softmax's
+  backward from its saved output; agrees within the transcendental tolerance.
 """
 
 from __future__ import annotations
@@ -52,12 +61,36 @@ def adam_steps(b, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, step, l
                     weight_decay, decoupled_weight_decay)
 
 
+def conv2d_bias(b, x, weight, bias, stride, padding, dilation, groups):
+    out = b.conv2d(x, weight, stride, padding, dilation, groups)
+    return b.add(out, b.reshape(bias, (1, bias.shape[0], 1, 1)))
+
+
+def linear_grad(b, grad, x, weight, needs) -> tuple:
+    grad_x = grad_weight = grad_bias = None
+    out_features, in_features = weight.shape
+    if needs[0]:
+        grad_x = b.matmul(grad, weight)
+    if needs[1]:
+        rows = b.reshape(grad, (grad.size // out_features if out_features else 0, out_features))
+        cols = b.reshape(x, (x.size // in_features if in_features else 0, in_features))
+        grad_weight = b.matmul(b.permute(rows, (1, 0)), cols)
+    if needs[2]:
+        grad_bias = b.sum(grad, tuple(range(len(grad.shape) - 1)), False)
+    return grad_x, grad_weight, grad_bias
+
+
+def log_softmax_grad(b, grad, out, axis):
+    return b.sub(grad, b.mul(b.exp(out), b.sum(grad, (axis,), True)))
+
+
 class StepPaths:
     """The step fast paths, mixed into the Backend base class; a backend with a fused kernel
-    overrides the method, or names a module of its own in `_step_kernels` (functions taking
-    the backend first) for the multi-parameter steps."""
+    overrides the method, or names a module of its own (functions taking the backend first)
+    in `_step_kernels` for the multi-parameter steps, in `_layer_kernels` for conv2d_bias,
+    linear_grad and log_softmax_grad."""
 
-    _step_kernels = sys.modules[__name__]
+    _step_kernels = _layer_kernels = sys.modules[__name__]
 
     def sgd_steps(self, params, grads, momentum_buffers, lr, momentum, dampening, nesterov,
                   weight_decay, first_steps) -> None:
@@ -81,3 +114,13 @@ class StepPaths:
 
     def add_scalar_inplace(self, x, value) -> None:
         add_scalar_inplace(self, x, value)
+
+    def conv2d_bias(self, x, weight, bias, stride, padding, dilation, groups):
+        return self._layer_kernels.conv2d_bias(self, x, weight, bias, stride, padding,
+                                               dilation, groups)
+
+    def linear_grad(self, grad, x, weight, needs) -> tuple:
+        return self._layer_kernels.linear_grad(self, grad, x, weight, needs)
+
+    def log_softmax_grad(self, grad, out, axis):
+        return self._layer_kernels.log_softmax_grad(self, grad, out, axis)

@@ -176,22 +176,15 @@ def _plain(grad, x, weight) -> bool:
 
 
 def _linear_grads(node, g, x, w, b) -> tuple:
-    """linear's first-order gradients from the buffers: the backend calls of the composed
-    backward (grad @ weight, grad^T @ x as matrices, the bias's sum over the leading dims),
-    so the same bits, without a tensor and a dispatch for each step (the backward of a Linear
-    layer took 60 us that way on a CPU, twice PyTorch's whole step of a small MLP's)."""
-    grads = [None] * len(node.next)
-    if node.next[0] is not None:
-        grads[0] = Tensor._make(Matmul.forward(b, g, w), b)
-    out_features, in_features = w.shape
-    if node.next[1] is not None:
-        rows = b.reshape(g, (g.size // out_features if out_features else 0, out_features))
-        cols = b.reshape(x, (x.size // in_features if in_features else 0, in_features))
-        grads[1] = Tensor._make(Matmul.forward(b, b.permute(rows, (1, 0)), cols), b)
-    if len(node.next) > 2 and node.next[2] is not None:
-        bias = g if len(g.shape) == 1 else b.sum(g, tuple(range(len(g.shape) - 1)), False)
-        grads[2] = Tensor._make(bias, b)
-    return tuple(grads)
+    """linear's first-order gradients from the buffers in one backend call (linear_grad,
+    protocol.py: its fallback makes the calls of the composed backward), without a tensor and
+    a dispatch for each step (the backward of a Linear layer took 60 us that way on a CPU,
+    twice PyTorch's whole step of a small MLP's)."""
+    nxt = node.next
+    needs = (nxt[0] is not None, nxt[1] is not None, len(nxt) > 2 and nxt[2] is not None)
+    grads = b.linear_grad(g, x, w, needs)
+    return tuple(None if grads[i] is None else Tensor._make(grads[i], b)
+                 for i in range(len(nxt)))
 
 
 @implements(Linear)

@@ -49,7 +49,7 @@ INDEXED = ["ndl_im2col", "ndl_col2im", "ndl_swap01", "ndl_max_pool", "ndl_max_po
            "ndl_avg_pool", "ndl_avg_pool_grad", "ndl_log_softmax", "ndl_nll_loss_grad",
            "ndl_segment_chunks", "ndl_segment_rows", "ndl_layer_norm", "ndl_layer_norm_grad",
            "ndl_layer_norm_columns", "ndl_column_total", "ndl_causal_softmax",
-           "ndl_causal_softmax_grad"]
+           "ndl_causal_softmax_grad", "ndl_channel_bias", "ndl_log_softmax_grad"]
 TYPED = ["ndl_nll_loss", "ndl_nll_count", "ndl_sgd_step", "ndl_rmsprop_step", "ndl_adam_step"]
 
 
@@ -157,7 +157,7 @@ def install_stand_ins(library_path: str) -> None:
 
 
 def check_all() -> None:
-    from ndlite_cupy import nn, optim, transformer
+    from ndlite_cupy import layers, nn, optim, transformer
 
     from ndlite.device import fallbacks, get_backend
     from ndlite.device import transformer_fallbacks as tfb
@@ -170,6 +170,7 @@ def check_all() -> None:
     check_cudnn_routing(nn, fallbacks, b, r)
     check_pool(nn, fallbacks, b, r)
     check_loss(nn, fallbacks, b, r)
+    check_layers(layers, fallbacks, b, r)
     check_optim(optim, fallbacks, b, r)
     check_transformer(transformer, tfb, b, r)
     print("all kernels match")
@@ -290,6 +291,23 @@ def check_loss(nn, fallbacks, b, r):
             same(nn.nll_loss_grad(b, g, target, 5, *args),
                  fallbacks.nll_loss_grad(b, g, target, 5, *args), f"nll_loss_grad {reduction}",
                  True)
+
+
+def check_layers(layers, fallbacks, b, r):
+    """layers.py's conv2d_bias (the bias kernel: the fallback's bits) and log_softmax_grad."""
+    from ndlite.device import step_fallbacks as sfb
+
+    for dtype in (np.float32, np.float64):
+        x = r.standard_normal((2, 3, 6, 5)).astype(dtype)
+        weight, bias = (r.standard_normal(s).astype(dtype) for s in ((4, 3, 3, 2), (4,)))
+        geometry = ((1, 2), (1, 0), (1, 1), 1)
+        same(layers.conv2d_bias(b, x, weight, bias, *geometry),
+             sfb.conv2d_bias(b, x, weight, bias, *geometry), "conv2d_bias", True)
+        for shape, axis in [((4, 10), 1), ((3, 5, 2), 1), ((2, 3, 4), 0), ((7,), 0)]:
+            y = fallbacks.log_softmax(b, (r.standard_normal(shape) * 3).astype(dtype), axis)
+            g = r.standard_normal(shape).astype(dtype)
+            same(layers.log_softmax_grad(b, g, y, axis), sfb.log_softmax_grad(b, g, y, axis),
+                 "log_softmax_grad", False)
 
 
 def check_optim(optim, fallbacks, b, r):

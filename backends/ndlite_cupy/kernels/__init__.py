@@ -198,12 +198,13 @@ COLUMNS = ("ndl_column_partial", "ndl_column_direct", "ndl_column_finish",
            "ndl_channel_partial", "ndl_channel_direct", "ndl_row_sum")
 #: file -> (its kernels, those of them that take an index type as well as an element type)
 RAW_KERNELS = {
-    "conv": (("ndl_im2col", "ndl_col2im", "ndl_swap01"),
-             ("ndl_im2col", "ndl_col2im", "ndl_swap01")),
+    "conv": (("ndl_im2col", "ndl_col2im", "ndl_swap01", "ndl_channel_bias"),
+             ("ndl_im2col", "ndl_col2im", "ndl_swap01", "ndl_channel_bias")),
     "pool": (("ndl_max_pool", "ndl_max_pool_grad", "ndl_avg_pool", "ndl_avg_pool_grad"),
              ("ndl_max_pool", "ndl_max_pool_grad", "ndl_avg_pool", "ndl_avg_pool_grad")),
-    "loss": (("ndl_log_softmax", "ndl_nll_loss", "ndl_nll_count", "ndl_nll_loss_grad"),
-             ("ndl_log_softmax", "ndl_nll_loss_grad")),
+    "loss": (("ndl_log_softmax", "ndl_nll_loss", "ndl_nll_count", "ndl_nll_loss_grad",
+              "ndl_log_softmax_grad"), ("ndl_log_softmax", "ndl_nll_loss_grad",
+                                        "ndl_log_softmax_grad")),
     "optim": (("ndl_sgd_step", "ndl_rmsprop_step", "ndl_adam_step", "ndl_sgd_steps",
                "ndl_rmsprop_steps", "ndl_adam_steps"), ()),
     "columns": (COLUMNS, COLUMNS),

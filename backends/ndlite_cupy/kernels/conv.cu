@@ -96,3 +96,13 @@ __global__ void ndl_swap01(const T* src, T* dst, I total, I A, I B, I P) {
     ndl_swap01_at<T, I>(src, dst, e, A, B, P);
   }
 }
+
+// y[n, c, p] += bias[c] in place over a fresh (N, C, P) output: a convolution's bias, as the
+// fallback's add (one rounding). One thread per element.
+template <typename T, typename I>
+__global__ void ndl_channel_bias(T* y, const T* bias, I total, I C, I P) {
+  for (I e = static_cast<I>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
+       e += static_cast<I>(gridDim.x) * blockDim.x) {
+    y[e] = y[e] + bias[(e / P) % C];
+  }
+}

@@ -10,6 +10,18 @@
 
 #define NDL_NLL_THREADS 256
 
+// a * b and a - b each rounded on its own: NVRTC would contract a - b * c into a fused
+// multiply-add (the host build of the tests compiles with contraction off)
+#if defined(__CUDA_ARCH__)
+__device__ inline float ndl_mul_rn(float a, float b) { return __fmul_rn(a, b); }
+__device__ inline double ndl_mul_rn(double a, double b) { return __dmul_rn(a, b); }
+__device__ inline float ndl_sub_rn(float a, float b) { return __fsub_rn(a, b); }
+__device__ inline double ndl_sub_rn(double a, double b) { return __dsub_rn(a, b); }
+#else
+template <typename T> inline T ndl_mul_rn(T a, T b) { return a * b; }
+template <typename T> inline T ndl_sub_rn(T a, T b) { return a - b; }
+#endif
+
 template <typename T, typename I>
 __host__ __device__ inline void ndl_log_softmax_row(const T* x, T* out, I r, I L, I inner) {
   const I base = (r / inner) * L * inner + r % inner;
@@ -29,6 +41,24 @@ __global__ void ndl_log_softmax(const T* x, T* out, I rows, I L, I inner) {
   for (I r = static_cast<I>(blockIdx.x) * blockDim.x + threadIdx.x; r < rows;
        r += static_cast<I>(gridDim.x) * blockDim.x) {
     ndl_log_softmax_row<T, I>(x, out, r, L, inner);
+  }
+}
+
+// log_softmax's backward from its output y: grad - exp(y) * sum(grad) along the row, each row
+// one thread, its sum in the row's order in double (the backend's sum accumulates float32 in
+// double too); the fallback's exp, mul and sub per element, each rounded.
+template <typename T, typename I>
+__global__ void ndl_log_softmax_grad(const T* grad, const T* y, T* out, I rows, I L, I inner) {
+  for (I r = static_cast<I>(blockIdx.x) * blockDim.x + threadIdx.x; r < rows;
+       r += static_cast<I>(gridDim.x) * blockDim.x) {
+    const I base = (r / inner) * L * inner + r % inner;
+    double s = 0.0;
+    for (I k = 0; k < L; ++k) s += static_cast<double>(grad[base + k * inner]);
+    const T total = static_cast<T>(s);
+    for (I k = 0; k < L; ++k) {
+      const I at = base + k * inner;
+      out[at] = ndl_sub_rn(grad[at], ndl_mul_rn(exp(y[at]), total));
+    }
   }
 }
 

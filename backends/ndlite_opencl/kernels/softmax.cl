@@ -76,3 +76,25 @@ void log_softmax_group(__global P* out, __global const P* x, const layout_t L)
     for (int k = t; k < len; k += WG)
         ST_P(out, base + k * inner, (LD_P(x, base + k * inner) - m) - lse);
 }
+
+// log_softmax's backward from its output y: grad - exp(y) * sum(grad) along the row, one
+// work-item per row, the row's sum compensated; exp, product and difference each rounded.
+__kernel void log_softmax_grad_rows(__global P* out, __global const P* grad, __global const P* y,
+                                    const layout_t L)
+{
+#pragma OPENCL FP_CONTRACT OFF
+    const int r = get_global_id(0);
+    if (r >= L.v[0])
+        return;
+    const int len = L.v[1], inner = L.v[2];
+    const int base = (r / inner) * len * inner + r % inner;
+    sum_t s = {0, 0};
+    for (int k = 0; k < len; ++k)
+        sum_add(&s, LD_P(grad, base + k * inner));
+    const T total = s.s + s.c;
+    for (int k = 0; k < len; ++k) {
+        const int at = base + k * inner;
+        const T scaled = exp(LD_P(y, at)) * total;
+        ST_P(out, at, LD_P(grad, at) - scaled);
+    }
+}
