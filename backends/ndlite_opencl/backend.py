@@ -19,8 +19,8 @@ import pyopencl.tools as cl_tools
 
 from ndlite.device import Backend, DTypeError, OutOfMemoryError, ShapeError
 
-from . import (conv, devices, elementwise, indexing, layers, linalg, mathops, nn, optim, reduce,
-               transformer)
+from . import conv, devices, elementwise, indexing, linalg, mathops, nn, optim, reduce, transformer
+from . import layers as layer_kernels
 from . import norm as norm_kernels
 from .array import (
     DTYPES,
@@ -57,7 +57,8 @@ class OpenCLBackend(Backend):
     asynchronous = True
     _transformer_kernels = transformer  # the transformer paths' kernels (Backend calls them)
     _norm_kernels = norm_kernels  # the batch-norm paths' kernels (likewise)
-    _layer_kernels = layers  # conv2d_bias, linear_grad, log_softmax_grad (likewise)
+    _layer_kernels = layer_kernels  # conv2d_bias, linear_grad, log_softmax_grad (likewise)
+    _step_kernels = optim  # sgd_steps, rmsprop_steps, adam_steps (likewise)
 
     def __init__(self, device: str | None = None):
         self.index, self.device = devices.select(device)

@@ -1,8 +1,8 @@
 """SGD, RMSprop and Adam update all of a group's parameters in one backend call (sgd_steps,
 rmsprop_steps, adam_steps: ndlite/device/step_fallbacks.py; CuPy launches one kernel for all
-of them; Adam makes one call per step count). Against the one-parameter fused steps
-(sgd_step, rmsprop_step, adam_step) called one by one, which the optimizer tests hold to
-PyTorch and the reference: the same bits, on every backend."""
+of them, OpenCL one per 16; Adam makes one call per step count). Against the one-parameter
+fused steps (sgd_step, rmsprop_step, adam_step) called one by one, which the optimizer tests
+hold to PyTorch and the reference: the same bits, on every backend."""
 
 import numpy as np
 import pytest
@@ -125,3 +125,145 @@ def test_a_failed_adam_call_leaves_the_step_counts(backend, monkeypatch):
     monkeypatch.undo()
     opt.step()  # the retry counts step 2, as if the failure had not happened
     assert [opt.state[id(p)]["step"] for p in params] == [2] * len(params)
+
+
+# ---- the backend calls themselves, on lists longer than an OpenCL launch takes (16 slots)
+
+#: 35 parameters: three launches of OpenCL's multi kernels; size-1 ones among them
+MANY = [(3, 5), (1,), (7,), (4, 1, 3, 3), (1, 1)] * 7
+#: parameters given as views the fused kernels refuse (another layout, an offset): they take
+#: the one-parameter path, the others still go in the multi kernel
+VIEWS = {0: "transposed", 8: "offset"}
+#: each step's state lists (None: a state not kept for that parameter, which may differ from
+#: one parameter to the next) and settings, one-parameter method first
+STEPS = {
+    "sgd_steps": ("sgd_step", ("momentum_buffers",), (0.05, 0.9, 0.1, False, 0.01)),
+    "rmsprop_steps": ("rmsprop_step", ("square_avgs", "grad_avgs?", "momentum_buffers?"),
+                      (1e-2, 0.9, 1e-6, 0.5, 0.01)),
+    "adam_steps": ("adam_step", ("exp_avgs", "exp_avg_sqs", "max_exp_avg_sqs?"),
+                   (3, 1e-2, 0.9, 0.999, 1e-8, 0.01, True)),
+}
+
+
+def _floats(backend):
+    return [d for d in ("float32", "float64", "float16", "bfloat16")
+            if d in {str(t) for t in backend.dtypes}]
+
+
+def _array(b, host, layout=None):
+    if layout == "transposed":
+        return b.permute(b.from_numpy(np.ascontiguousarray(host.T)), (1, 0))
+    if layout == "offset":
+        return b.slice(b.from_numpy(np.concatenate([host[:1], host])), (slice(1, None),))
+    return b.from_numpy(host)
+
+
+def _lists(b, name, dtypes, seed=0):
+    """(params, grads, state lists, firsts) of MANY: the same values on every call."""
+    r = np.random.default_rng(seed)
+    draw = [(r.standard_normal(s) * 2).astype(dtypes[i % len(dtypes)])
+            for i, s in enumerate(MANY)]
+    params = [_array(b, x, VIEWS.get(i)) for i, x in enumerate(draw)]
+    grads = [_array(b, r.standard_normal(x.shape).astype(x.dtype)) for x in draw]
+    states = []
+    for k, state in enumerate(STEPS[name][1]):
+        optional = state.endswith("?")  # every third parameter (shifted per state) has none
+        # the first state >= 1, the others small: RMSprop's centered square stays positive
+        values = [np.abs(r.standard_normal(x.shape)) / 10 + (k == 0) for x in draw]
+        states.append([None if optional and i % 3 == k % 3 else
+                       _array(b, v.astype(x.dtype), VIEWS.get(i) if k == 0 else None)
+                       for i, (x, v) in enumerate(zip(draw, values))])
+    return params, grads, states, [i % 2 == 0 for i in range(len(MANY))]
+
+
+def _call(b, name, lists, many: bool):
+    params, grads, states, firsts = lists
+    single, settings = STEPS[name][0], STEPS[name][2]
+    last = (firsts,) if name == "sgd_steps" else ()
+    if many:
+        return getattr(b, name)(params, grads, *states, *settings, *last)
+    for i, (param, grad) in enumerate(zip(params, grads)):
+        extra = (firsts[i],) if name == "sgd_steps" else ()
+        getattr(b, single)(param, grad, *(s[i] for s in states), *settings, *extra)
+
+
+def _host(b, lists):
+    params, grads, states, _ = lists
+    return [None if x is None else b.to_numpy(x) for x in [*params, *sum(states, [])]]
+
+
+def _assert_same_bits(got, want):
+    for a, w in zip(got, want, strict=True):
+        assert (a is None) == (w is None)
+        if a is not None:
+            assert a.dtype == w.dtype
+            np.testing.assert_array_equal(a.view(f"u{a.itemsize}"), w.view(f"u{w.itemsize}"))
+
+
+@pytest.mark.parametrize("name", list(STEPS))
+def test_many_parameters_views_and_missing_states_give_the_bits_of_one_call_each(backend,
+                                                                                name):
+    for dtypes in [[d] for d in _floats(backend)] + [_floats(backend)]:  # the last one mixed
+        batched, single = _lists(backend, name, dtypes), _lists(backend, name, dtypes)
+        _call(backend, name, batched, many=True)
+        _call(backend, name, single, many=False)
+        _assert_same_bits(_host(backend, batched), _host(backend, single))
+
+
+def _opencl(backend):
+    if backend.kind != "opencl":
+        pytest.skip("OpenCL's multi-parameter kernels")
+    from ndlite_opencl import optim
+    return optim
+
+
+def _launched(monkeypatch) -> list:
+    """The names of the kernels launched from now on."""
+    import pyopencl
+
+    launched = []
+    enqueue = pyopencl.enqueue_nd_range_kernel
+    monkeypatch.setattr(pyopencl, "enqueue_nd_range_kernel", lambda queue, kernel, *a, **k:
+                        launched.append(kernel.function_name) or enqueue(queue, kernel, *a,
+                                                                          **k))
+    return launched
+
+
+@pytest.mark.parametrize("name", list(STEPS))
+def test_opencl_updates_the_list_in_launches_of_its_slots(backend, name, monkeypatch):
+    optim = _opencl(backend)
+    launched = _launched(monkeypatch)
+    _call(backend, name, _lists(backend, name, ["float32"]), many=True)
+    slots = optim._slots(backend, name, np.dtype("float32"))
+    fused = len(MANY) - len(VIEWS)
+    assert slots >= 2 and launched.count(name) == -(-fused // slots) >= 2
+    assert STEPS[name][0] not in launched  # (the views took the core's fallback: map kernels)
+
+
+@pytest.mark.parametrize("limit, slots", [(300, 4), (64, 0)])
+def test_opencl_takes_fewer_slots_where_fewer_argument_bytes_fit(backend, monkeypatch, limit,
+                                                                slots):
+    """RMSprop's 48 bytes a slot (64-bit pointers) and 40 more: 4 slots in 300 bytes, none in
+    64 (then a launch per parameter)."""
+    optim = _opencl(backend)
+    monkeypatch.setattr(optim, "ARGUMENT_BYTES", limit)
+    monkeypatch.setitem(backend.__dict__, "_multi_step_kernels", {})
+    assert optim._slots(backend, "rmsprop_steps", np.dtype("float32")) == slots
+    launched = _launched(monkeypatch)
+    batched = _lists(backend, "rmsprop_steps", ["float32"])
+    _call(backend, "rmsprop_steps", batched, many=True)
+    fused = len(MANY) - len(VIEWS)
+    assert launched.count("rmsprop_steps") == (-(-fused // slots) if slots else 0)
+    assert launched.count("rmsprop_step") == (0 if slots else fused)
+    single = _lists(backend, "rmsprop_steps", ["float32"])
+    _call(backend, "rmsprop_steps", single, many=False)
+    _assert_same_bits(_host(backend, batched), _host(backend, single))
+
+
+def test_opencl_checks_the_lists_before_updating_anything(backend):
+    _opencl(backend)
+    params, grads, states, firsts = lists = _lists(backend, "rmsprop_steps", ["float32"])
+    before = _host(backend, lists)
+    with pytest.raises(ValueError, match="rmsprop_steps: 35 parameters but a list of 34"):
+        backend.rmsprop_steps(params, grads[:-1], *states, 1e-2, 0.9, 1e-6, 0.5, 0.01)
+    _assert_same_bits(_host(backend, lists), before)
