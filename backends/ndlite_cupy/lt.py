@@ -155,8 +155,9 @@ def linear(x, weight, bias):
     if plan is False:
         return None
     out = cupy.empty(x.shape[:-1] + (o,), dtype=x.dtype)
-    plan.bias.value = bias.data.ptr
-    plan.set(lib, DESC_BIAS_POINTER, plan.bias)
+    if plan.bias.value != bias.data.ptr:  # a layer's bias stays where it is: set it once
+        plan.bias.value = bias.data.ptr
+        plan.set(lib, DESC_BIAS_POINTER, plan.bias)
     size = plan.result.workspace
     workspace = cupy.empty(size, dtype=np.uint8) if size else None  # (held past the call)
     a, b, c = plan.layouts

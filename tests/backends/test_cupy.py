@@ -211,6 +211,35 @@ def test_float32_matmul_does_not_use_tf32():
     assert error < 1e-5, f"relative error {error:.2e}: TF32 would give ~5e-4, float32 ~1e-7"
 
 
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("layout", ["c", "a transposed", "b transposed", "both", "a sliced",
+                                    "empty k"])
+def test_2d_products_are_cupy_matmuls_bits_through_either_binding(dtype, layout, monkeypatch):
+    """blas.matmul calls cublasGemmEx through CuPy's binding, through ctypes while a stream is
+    captured (CuPy's refuses then): both with cupy.matmul's arguments, so its bits."""
+    from ndlite_cupy import blas
+
+    r = rng()
+
+    def draw(*shape):
+        return on_gpu(r.standard_normal(shape).astype(dtype))
+
+    a_t, c_t = layout in ("a transposed", "both"), layout in ("b transposed", "both")
+    a = draw(19, 37).T if a_t else draw(37, 40)[:, 3:22] if layout == "a sliced" else draw(37, 19)
+    c = draw(23, 19).T if c_t else draw(19, 23)
+    if layout == "empty k":
+        a, c = a[:, :0], c[:0]
+    want = cupy.matmul(a, c)
+    eager = b.matmul(a, c)
+    assert_same_bits(host(eager), host(want))
+
+    def refuse(*args):
+        raise NotImplementedError("capturing")
+
+    monkeypatch.setattr(blas.cublas, "gemmEx", refuse)
+    assert_same_bits(host(b.matmul(a, c)), host(want))
+
+
 def test_batched_matmul_broadcasts_batch_dims():
     r = rng()
     a = r.standard_normal((2, 1, 8, 5))
