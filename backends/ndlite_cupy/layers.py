@@ -4,8 +4,8 @@ training step spends less host time per layer (each call costs tens of microseco
 and launch on the host: bench/results/host_replay_seed_h100.txt):
 
 - conv2d_bias: the convolution, then the bias added in place into its fresh output by one
-  launch of ndl_channel_bias (conv.cu): the fallback's reshape and broadcast add, one rounding
-  each way, so the same bits;
+  launch of ndl_channel_bias (conv.cu), and the ReLU after it when asked: the fallback's
+  reshape, broadcast add and relu, one rounding each way, so the same bits;
 - linear_grad: the fallback's products of 2-D operands (the transposed one read in place by
   flag, as the fallback's permuted view is) and the bias sum, without the reshape and permute
   calls: the same bits;
@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 
 import cupy
+import numpy as np
 
 from ndlite.device import step_fallbacks
 
@@ -28,15 +29,16 @@ from .kernels import launch, raw
 from .nn import FLOATS, _covered, _index
 
 
-def conv2d_bias(b, x, weight, bias, stride, padding, dilation, groups):
+def conv2d_bias(b, x, weight, bias, stride, padding, dilation, groups, relu=False):
     out = b.conv2d(x, weight, stride, padding, dilation, groups)
     if not (_covered(out) and bias.dtype == out.dtype and out.flags.c_contiguous):
-        return b.add(out, b.reshape(bias, (1, bias.shape[0], 1, 1)))
+        out = b.add(out, b.reshape(bias, (1, bias.shape[0], 1, 1)))
+        return b.relu(out) if relu else out
     channels = out.shape[1]
     index, cast = _index(out.size)
     launch(raw("conv").get("ndl_channel_bias", FLOATS[out.dtype], index), out.size,
            (out, cupy.ascontiguousarray(bias), cast(out.size), cast(channels),
-            cast(out.size // (out.shape[0] * channels))))
+            cast(out.size // (out.shape[0] * channels)), np.int32(relu)))
     return out
 
 

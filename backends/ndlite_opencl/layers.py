@@ -3,7 +3,8 @@ linear_grad is the fallback's), each one backend call where the fallback makes t
 so a training step spends less host time per layer:
 
 - conv2d_bias: the convolution, then the bias added in place into its fresh output (the add
-  map kernel of elementwise.cl, written over its first operand): the fallback's bits;
+  map kernel of elementwise.cl, written over its first operand), and the ReLU after it when
+  asked (in place too): the fallback's bits;
 - log_softmax_grad: one work-item per row (softmax.cl), the row's sum compensated, exp,
   product and difference each rounded. Few long rows (log_softmax's own threshold) take the
   fallback, whose passes spread over the device.
@@ -25,12 +26,14 @@ from .nn import LONG_ROW
 linear_grad = step_fallbacks.linear_grad
 
 
-def conv2d_bias(b, x, weight, bias, stride, padding, dilation, groups):
+def conv2d_bias(b, x, weight, bias, stride, padding, dilation, groups, relu=False):
     out = b.conv2d(x, weight, stride, padding, dilation, groups)
     channels = b.reshape(bias, (1, bias.shape[0], 1, 1))
     if not (out.contiguous and out.offset == 0 and bias.dtype == out.dtype):
-        return b.add(out, channels)
-    return apply(b, "ADD", [out, channels], out.dtype, out=out, in_dtype=out.dtype)
+        out = b.add(out, channels)
+        return b.relu(out) if relu else out
+    apply(b, "ADD", [out, channels], out.dtype, out=out, in_dtype=out.dtype)
+    return apply(b, "RELU", [out], out.dtype, out=out, in_dtype=out.dtype) if relu else out
 
 
 def log_softmax_grad(b, grad, out, axis):

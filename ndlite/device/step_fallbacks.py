@@ -14,9 +14,10 @@ the specification, composed from the primitives. A GPU backend pays its host tim
 - adam_steps(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, step, lr, beta1, beta2,
   eps, weight_decay, decoupled_weight_decay) -> None: adam_step for every parameter of a list
   that share one step count (the optimizer calls it once per distinct count);
-- conv2d_bias(x, weight, bias, stride, padding, dilation, groups) -> conv2d (protocol.py)
-  plus bias (C,) added to every channel: a Conv2d layer's forward, bitwise
-  add(conv2d(...), reshape(bias, (1, C, 1, 1)));
+- conv2d_bias(x, weight, bias, stride, padding, dilation, groups, relu=False) -> conv2d
+  (protocol.py) plus bias (C,) added to every channel, then relu if asked: a Conv2d layer's
+  forward (and the ReLU after it in a Sequential), bitwise add(conv2d(...), reshape(bias,
+  (1, C, 1, 1))), then relu;
 - linear_grad(grad, x, weight, needs) -> (grad_x, grad_weight, grad_bias): a Linear layer's
   first-order gradients for grad (..., out) of x (..., in) and weight (out, in), each None
   unless `needs` (three bools) asks for it: grad @ weight, grad^T @ x with the leading dims
@@ -61,9 +62,10 @@ def adam_steps(b, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, step, l
                     weight_decay, decoupled_weight_decay)
 
 
-def conv2d_bias(b, x, weight, bias, stride, padding, dilation, groups):
+def conv2d_bias(b, x, weight, bias, stride, padding, dilation, groups, relu=False):
     out = b.conv2d(x, weight, stride, padding, dilation, groups)
-    return b.add(out, b.reshape(bias, (1, bias.shape[0], 1, 1)))
+    out = b.add(out, b.reshape(bias, (1, bias.shape[0], 1, 1)))
+    return b.relu(out) if relu else out
 
 
 def linear_grad(b, grad, x, weight, needs) -> tuple:
@@ -115,9 +117,9 @@ class StepPaths:
     def add_scalar_inplace(self, x, value) -> None:
         add_scalar_inplace(self, x, value)
 
-    def conv2d_bias(self, x, weight, bias, stride, padding, dilation, groups):
+    def conv2d_bias(self, x, weight, bias, stride, padding, dilation, groups, relu=False):
         return self._layer_kernels.conv2d_bias(self, x, weight, bias, stride, padding,
-                                               dilation, groups)
+                                               dilation, groups, relu)
 
     def linear_grad(self, grad, x, weight, needs) -> tuple:
         return self._layer_kernels.linear_grad(self, grad, x, weight, needs)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterable
 
+from .activation import ReLU
+from .layers import Conv2d
 from .module import Module
 
 
@@ -30,9 +32,21 @@ class Sequential(Module):
                 self.add_module(str(i), m)
 
     def forward(self, input):
+        # a Conv2d with a bias and the ReLU after it run as one op (ops/conv.py Conv2dReLU:
+        # one backend call and one graph node, the same bits): exact classes only, so a
+        # subclass's own forward is never skipped
+        held = None  # a Conv2d waiting to see what follows it
         for m in self._modules.values():
-            input = m(input)
-        return input
+            if held is not None:
+                if m.__class__ is ReLU:
+                    input, held = held.forward_relu(input), None
+                    continue
+                input, held = held(input), None
+            if m.__class__ is Conv2d and m.bias is not None:
+                held = m
+            else:
+                input = m(input)
+        return input if held is None else held(input)
 
     def __len__(self) -> int:
         return len(self._modules)

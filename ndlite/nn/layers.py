@@ -4,7 +4,7 @@ Each holds its configuration and calls `ndlite.nn.functional`."""
 from __future__ import annotations
 
 from ..creation import empty
-from ..ops.conv import pair
+from ..ops.conv import conv2d_relu, pair
 from ..tensor import Tensor
 from . import functional as F
 from .init import default_layer_init_
@@ -76,6 +76,12 @@ class Conv2d(Module):
     def forward(self, input: Tensor) -> Tensor:
         return F.conv2d(input, self.weight, self.bias, self.stride, self.padding,
                         self.dilation, self.groups)
+
+    def forward_relu(self, input: Tensor) -> Tensor:
+        """relu(self(input)) as one op (ops/conv.py conv2d_relu; the layer has a bias): what a
+        Sequential runs for this layer and the ReLU after it."""
+        return conv2d_relu(input, self.weight, self.bias, self.stride, self.padding,
+                           self.dilation, self.groups)
 
     def extra_repr(self) -> str:
         s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "

@@ -22,6 +22,7 @@ from .autocast import autocast_inputs
 from .dispatch import nary
 from .join import pad
 from .registry import SCALED, Op, Spec, implements, register
+from .unary import _relu_grad, relu
 
 
 def pair(value, name: str, op: str) -> tuple:
@@ -81,6 +82,26 @@ class Conv2d(Op):
         if len(node.next) > 2 and node.next[2] is not None:
             grads[2] = grad.sum((0, 2, 3))
         return tuple(grads)
+
+
+class Conv2dReLU(Conv2d):
+    """relu(conv2d(x, weight) + bias): a Conv2d layer with a bias and the ReLU after it in a
+    Sequential (nn/container.py), one backend call (conv2d_bias with relu) and one graph node
+    where the two ops made two calls at least and two nodes; the same bits both ways. Its
+    backward is ReLU's mask, then Conv2d's. Not in the kit's registry: it is two registered
+    ops composed (a gradcheck would need its pre-activations kept off 0), and
+    tests/nn/test_fused_layers.py holds it to their bits, values and gradients."""
+
+    name = "conv2d_relu"
+    save_output = True
+
+    @staticmethod
+    def forward(b, x, weight, bias, *, stride, padding, dilation, groups):
+        return b.conv2d_bias(x, weight, bias, stride, padding, dilation, groups, True)
+
+    @staticmethod
+    def backward(node, grad):
+        return Conv2d.backward(node, _relu_grad(node, grad))
 
 
 def _first_order(node, g, x: Tensor, weight: Tensor, b) -> tuple:
@@ -238,12 +259,31 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     >>> ndlite.nn.functional.conv2d(x, w, padding=1).shape
     (1, 2, 4, 4)
     """
-    op = "conv2d"
+    return _conv2d(Conv2d, input, weight, bias, stride, padding, dilation, groups)
+
+
+@implements(Conv2dReLU)
+def conv2d_relu(input: Tensor, weight: Tensor, bias: Tensor, stride=1, padding=0, dilation=1,
+                groups: int = 1) -> Tensor:
+    """relu(conv2d(input, weight, bias, ...)) as one op (Conv2dReLU): what a Sequential runs
+    for a Conv2d with a bias followed by a ReLU.
+
+    >>> import ndlite
+    >>> x, w = ndlite.ones(1, 1, 3, 3), -ndlite.ones(1, 1, 3, 3)
+    >>> conv2d_relu(x, w, ndlite.ones(1)).tolist()
+    [[[[0.0]]]]
+    """
+    return _conv2d(Conv2dReLU, input, weight, bias, stride, padding, dilation, groups)
+
+
+def _conv2d(kind, input, weight, bias, stride, padding, dilation, groups) -> Tensor:
+    """conv2d's checks and dispatch, for `kind` Conv2d or Conv2dReLU."""
+    op = kind.name
     if amp.on:  # before the dtype check: autocast casts input, weight and bias
         input, weight, bias = autocast_inputs(Conv2d, (input, weight, bias))
     if input.ndim == 3:
-        return conv2d(input.unsqueeze(0), weight, bias, stride, padding, dilation,
-                      groups).squeeze(0)
+        return _conv2d(kind, input.unsqueeze(0), weight, bias, stride, padding, dilation,
+                       groups).squeeze(0)
     check_ranks(op, input, weight, 2, "out_channels, in_channels / groups, kh, kw")
     tensors = [input, weight] + ([bias] if bias is not None else [])
     dtype = input._data.dtype
@@ -257,10 +297,10 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     if params is None:
         params = _geometry_of(input, weight, bias, stride, padding, dilation, groups)
         if params.__class__ is not dict:  # asymmetric 'same' padding or an empty operand
-            return params
+            return relu(params) if kind is Conv2dReLU else params
         if _plain(stride, padding, dilation, groups) and len(_GEOMETRY) < 1024:
             _GEOMETRY[key] = params
-    return nary(Conv2d, tensors, **params)
+    return nary(kind, tensors, **params)
 
 
 #: conv2d's checked geometry per (shapes, stride, padding, dilation, groups), for arguments of

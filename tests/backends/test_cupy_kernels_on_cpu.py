@@ -301,8 +301,10 @@ def check_layers(layers, fallbacks, b, r):
         x = r.standard_normal((2, 3, 6, 5)).astype(dtype)
         weight, bias = (r.standard_normal(s).astype(dtype) for s in ((4, 3, 3, 2), (4,)))
         geometry = ((1, 2), (1, 0), (1, 1), 1)
-        same(layers.conv2d_bias(b, x, weight, bias, *geometry),
-             sfb.conv2d_bias(b, x, weight, bias, *geometry), "conv2d_bias", True)
+        x[0, 0, :2, :2] = [[np.nan, 0.0], [-0.0, np.inf]]
+        for relu in (False, True):
+            same(layers.conv2d_bias(b, x, weight, bias, *geometry, relu),
+                 sfb.conv2d_bias(b, x, weight, bias, *geometry, relu), "conv2d_bias", True)
         for shape, axis in [((4, 10), 1), ((3, 5, 2), 1), ((2, 3, 4), 0), ((7,), 0)]:
             y = fallbacks.log_softmax(b, (r.standard_normal(shape) * 3).astype(dtype), axis)
             g = r.standard_normal(shape).astype(dtype)

@@ -92,6 +92,9 @@ def test_conv2d_bias_is_the_convolution_plus_its_bias(backend, geometry):
         _same(got, b.to_numpy(sfb.conv2d_bias(b, x, weight, bias, *geometry)))
         plain = b.to_numpy(b.conv2d(x, weight, *geometry))
         _same(got, plain + b.to_numpy(bias).reshape(1, 6, 1, 1))
+        relu = b.to_numpy(b.conv2d_bias(x, weight, bias, *geometry, True))
+        _same(relu, b.to_numpy(sfb.conv2d_bias(b, x, weight, bias, *geometry, True)))
+        _same(relu, np.where((got > 0) | np.isnan(got), got, np.zeros((), dtype)))
 
 
 @pytest.mark.parametrize("lead", [(5,), (2, 3)])

@@ -98,11 +98,13 @@ __global__ void ndl_swap01(const T* src, T* dst, I total, I A, I B, I P) {
 }
 
 // y[n, c, p] += bias[c] in place over a fresh (N, C, P) output: a convolution's bias, as the
-// fallback's add (one rounding). One thread per element.
+// fallback's add (one rounding), then with `relu` NumPy's maximum(y, 0) as ndl_relu
+// (elementwise.cu): NaN stays NaN, -0.0 becomes +0.0. One thread per element.
 template <typename T, typename I>
-__global__ void ndl_channel_bias(T* y, const T* bias, I total, I C, I P) {
+__global__ void ndl_channel_bias(T* y, const T* bias, I total, I C, I P, int relu) {
   for (I e = static_cast<I>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
        e += static_cast<I>(gridDim.x) * blockDim.x) {
-    y[e] = y[e] + bias[(e / P) % C];
+    const T v = y[e] + bias[(e / P) % C];
+    y[e] = (!relu || v > T(0) || v != v) ? v : T(0);
   }
 }
