@@ -2,14 +2,12 @@
 
 cuBLAS supports stream capture, but CuPy refuses any cuBLAS call while a stream is capturing
 (its wrappers raise NotImplementedError before reaching cuBLAS). `matmul` here calls
-cublasGemmEx through CuPy's own binding (cupy_backends), and through ctypes while a stream is
-captured, on CuPy's handle and current stream, with exactly the arguments cupy.matmul passes
-for a 2-D product (the backend's eager 2-D products come here too: cupy.matmul's checks and
-broadcasting cost ~30 us of host time a product on the H100 host, the binding a few):
-transposed operands by flag (a transposed view is never copied), float32 in CUBLAS_COMPUTE_32F
-(no TF32), float16/bfloat16 in CUBLAS_COMPUTE_32F too (float32 accumulation), float64 in
-CUBLAS_COMPUTE_64F, the default algorithm with tensor ops allowed as CuPy asks from compute
-capability 8.0. So a product recorded in a graph equals the eager one bit for bit.
+cublasGemmEx through ctypes, on CuPy's own handle and current stream, with exactly the
+arguments cupy.matmul passes for a 2-D product: transposed operands by flag (a transposed
+view is never copied), float32 in CUBLAS_COMPUTE_32F (no TF32), float16/bfloat16 in
+CUBLAS_COMPUTE_32F too (float32 accumulation), float64 in CUBLAS_COMPUTE_64F, the default
+algorithm with tensor ops allowed as CuPy asks from compute capability 8.0. So a product
+recorded in a graph equals the eager one bit for bit.
 """
 
 from __future__ import annotations
@@ -20,7 +18,6 @@ from functools import cache
 
 import cupy
 import numpy as np
-from cupy_backends.cuda.libs import cublas
 
 from ndlite.dtypes import HALF
 
@@ -36,10 +33,6 @@ TYPES = {np.dtype(np.float32): (CUDA_R_32F, CUBLAS_COMPUTE_32F, ctypes.c_float),
          np.dtype(np.float16): (CUDA_R_16F, CUBLAS_COMPUTE_32F, ctypes.c_float)}
 if len(HALF) > 1:
     TYPES[HALF[1]] = (CUDA_R_16BF, CUBLAS_COMPUTE_32F, ctypes.c_float)
-#: host scalars 1 and 0 of each dtype's alpha/beta type, kept alive: (their addresses)
-_SCALARS = {d: np.array([1, 0], dtype=np.float64 if t is ctypes.c_double else np.float32)
-            for d, (_, _, t) in TYPES.items()}
-_ONES = {d: (v.ctypes.data, v.ctypes.data + v.itemsize) for d, v in _SCALARS.items()}
 
 
 def loaded(name: str) -> str:
@@ -104,17 +97,8 @@ def matmul(a, b, out=None):
     data_type, compute, scalar = TYPES[a.dtype]
     at, trans_a, ld_a = _operand(a.T, 0)  # as cupy.dot: a rolled to (K, N)
     b, trans_b, ld_b = _operand(b, 1)
-    handle = cupy.cuda.device.get_cublas_handle()
-    one, zero = _ONES[a.dtype]
-    try:  # CuPy's own binding of cublasGemmEx: a few microseconds of host time against ctypes'
-        # ~15 (19 arguments converted, and cublasSetStream a second call)
-        cublas.gemmEx(handle, trans_b, trans_a, m, n, k, one, b.data.ptr, data_type, ld_b,
-                      at.data.ptr, data_type, ld_a, zero, out.data.ptr, data_type, m, compute,
-                      _algorithm(cupy.cuda.runtime.getDevice()))
-        return out
-    except NotImplementedError:  # it refuses while a stream is captured: ctypes, below
-        pass
     lib = _cublas()
+    handle = cupy.cuda.device.get_cublas_handle()
     status = lib.cublasSetStream_v2(handle, cupy.cuda.get_current_stream().ptr)
     if status == 0:
         one, zero = scalar(1), scalar(0)
@@ -268,13 +252,12 @@ def strided_matmul(a, b):
 def product(a, b, recording: bool):
     """The backend's matmul of arrays that are not a vector product nor one flattened GEMM:
     batched operands that are not both contiguous read in place (`strided_matmul`), else
-    CuPy's matmul, or while a graph records, for halves (CuPy has no bfloat16 product) and
-    for 2-D float operands, `capturable_matmul`."""
+    CuPy's matmul, or while a graph records, and for halves (CuPy has no bfloat16 product),
+    `capturable_matmul`."""
     if max(a.ndim, b.ndim) > 2 and not (a.flags.c_contiguous and b.flags.c_contiguous):
         out = strided_matmul(a, b)
         if out is not None:
             return out
-    if recording or a.dtype in HALF or (a.ndim == 2 and b.ndim == 2 and a.dtype == b.dtype
-                                        and a.dtype in TYPES):
-        return capturable_matmul(a, b)  # 2-D: cupy.matmul's cuBLAS call, with less around it
+    if recording or a.dtype in HALF:
+        return capturable_matmul(a, b)
     return cupy.matmul(a, b)
