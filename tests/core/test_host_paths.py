@@ -1,6 +1,7 @@
 """The host-time shortcuts of issue 15 item 3 (docs/DESIGN.md, "Host time per op"): first-order
 backward passes that make their backend calls on the buffers must give bit for bit what the
-op-by-op path gives (the one create_graph=True takes), and the caches of checked arguments
+op-by-op path gives (the one create_graph=True takes; log_softmax's is one fused call on the GPU
+backends, within a few ulp), and the caches of checked arguments
 (conv2d's geometry, expand's shape, reduction axes) must never let a bad argument through
 after a good one was cached."""
 
@@ -8,6 +9,7 @@ import numpy as np
 import pytest
 
 import ndlite
+from ndlite.device import step_fallbacks
 from ndlite.errors import ShapeError
 
 F = ndlite.nn.functional
@@ -43,8 +45,13 @@ def test_first_order_backward_on_buffers_is_the_op_path(backend, case, dtype):
     arrays = [rng.standard_normal(s).astype(dtype) for s in shapes]
     fast = _grads(fn, arrays, backend, create_graph=False)
     composed = _grads(fn, arrays, backend, create_graph=True)
+    fused = case == "log_softmax" and backend._layer_kernels is not step_fallbacks
     for a, b in zip(fast, composed, strict=True):
-        assert a.tobytes() == b.tobytes()
+        if fused:  # one log_softmax_grad kernel (step_fallbacks.py): its own order of sums
+            eps = np.finfo(dtype).eps
+            np.testing.assert_allclose(a, b, rtol=8 * eps, atol=8 * eps * np.abs(b).max())
+        else:
+            assert a.tobytes() == b.tobytes()
 
 
 def test_conv2d_geometry_cache_lets_no_bad_argument_through():
