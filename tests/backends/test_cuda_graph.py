@@ -111,6 +111,24 @@ def test_replays_give_bitwise_the_parameters_of_eager_steps(name):
 
 
 @gpu
+@pytest.mark.parametrize("name", ["sgd_momentum", "adam"])
+def test_replays_queued_back_to_back_each_read_their_own_batch(name):
+    """Host batches go to the device through page-locked buffers, copied without the host
+    waiting: replays queued with no read in between must still each train on their batch."""
+    batches = _batches(8)
+    model, opt, step = _setup(OPTIMIZERS[name])
+    for x, y in batches:
+        step(ndlite.tensor(x, backend=BACKEND), ndlite.tensor(y, backend=BACKEND))
+    eager = [p.detach().numpy() for p in model.parameters()]
+    model, opt, step = _setup(OPTIMIZERS[name])
+    graph = ndlite.cuda.capture(step, *batches[0], optimizers=[opt], warmup=1)
+    for x, y in batches[1:]:
+        graph(x.copy(), y.copy())  # nothing read back until the end
+    for got, want in zip((p.detach().numpy() for p in model.parameters()), eager, strict=True):
+        np.testing.assert_array_equal(got, want)
+
+
+@gpu
 def test_recording_replaces_no_backend_method_and_defers_checks_only_meanwhile():
     model, opt, step = _setup(OPTIMIZERS["sgd_momentum"])
     (x, y), (x1, y1) = _batches(2)
