@@ -202,7 +202,9 @@ class GraphRecorder:
 
     def load(self, values) -> None:
         """New inputs (CuPy arrays on this device or NumPy arrays, of the recorded shapes and
-        dtypes): the deferred checks run on them first, then they are copied in."""
+        dtypes): the deferred checks run on them first, then they are copied in, on the
+        current stream, where `launch` replays: replay a captured step from one stream (a
+        copy on another could overwrite an input a replay still reads)."""
         if len(values) != len(self.inputs):
             raise TypeError(f"captured step: expected {len(self.inputs)} inputs, got "
                             f"{len(values)}")

@@ -31,7 +31,8 @@ from .nn import FLOATS, _covered, _index
 
 def conv2d_bias(b, x, weight, bias, stride, padding, dilation, groups, relu=False):
     out = b.conv2d(x, weight, stride, padding, dilation, groups)
-    if not (_covered(out) and bias.dtype == out.dtype and out.flags.c_contiguous):
+    if not (_covered(out) and bias.dtype == out.dtype and out.flags.c_contiguous
+            and bias.shape == (out.shape[1],)):
         out = b.add(out, b.reshape(bias, (1, bias.shape[0], 1, 1)))
         return b.relu(out) if relu else out
     channels = out.shape[1]

@@ -98,6 +98,7 @@ class Plan:
             raise RuntimeError("cuBLASLt has no algorithm for this product")
         # the call's constant arguments, made once (ctypes objects cost microseconds each)
         self.bias = ctypes.c_void_p()
+        self.bias_set = None  # the bias pointer the descriptor holds
         self.one, self.zero = ctypes.byref(self.scalar(1)), ctypes.byref(self.scalar(0))
         self.algo = ctypes.byref(self.result.algo)
 
@@ -155,9 +156,10 @@ def linear(x, weight, bias):
     if plan is False:
         return None
     out = cupy.empty(x.shape[:-1] + (o,), dtype=x.dtype)
-    if plan.bias.value != bias.data.ptr:  # a layer's bias stays where it is: set it once
+    if plan.bias_set != bias.data.ptr:  # a layer's bias stays where it is: set it once
         plan.bias.value = bias.data.ptr
         plan.set(lib, DESC_BIAS_POINTER, plan.bias)
+        plan.bias_set = bias.data.ptr  # (only once cuBLASLt took it)
     size = plan.result.workspace
     workspace = cupy.empty(size, dtype=np.uint8) if size else None  # (held past the call)
     a, b, c = plan.layouts

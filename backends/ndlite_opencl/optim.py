@@ -15,7 +15,7 @@ import math
 import numpy as np
 import pyopencl as cl
 
-from ndlite.device import fallbacks
+from ndlite.device import ShapeError, fallbacks
 
 from . import halves
 from .array import INT32_LIMIT
@@ -113,7 +113,7 @@ def _adam_scalars(step, lr, beta1, beta2, eps, weight_decay) -> tuple:
 
 #: parameters a launch takes, at most: OpenCL 1.2 has no pointers in buffers, so each brings
 #: its buffers as kernel arguments. 16 slots of RMSprop or Adam (5 buffers of 64-bit pointers,
-#: a start and flags each; n and nine double hyperparameters) take 844 bytes of arguments,
+#: a start and flags each; n and nine double hyperparameters) take 848 bytes of arguments,
 #: under the 1024 every device takes; a device that takes fewer gets fewer slots
 SLOTS = 16
 #: the buffers of a slot of each multi kernel: param, grad and the state
@@ -152,13 +152,20 @@ def _multi_kernel(b, name: str, dtype: np.dtype) -> tuple:
 def _many(b, name: str, params, columns: list, flags: list, scalars: tuple, one) -> None:
     """Update params[i] with its buffers column[i] of `columns` (grad, then the state; None:
     not used) and flags[i]: up to SLOTS a launch of `name`, one dtype at a time, and those it
-    cannot take (views, sizes past 32-bit indices) by one(i). Every check, and the kernel
-    builds, come before the first update, so that a failure there changes nothing."""
+    cannot take (views, sizes past 32-bit indices) by one(i). The lists' lengths and every
+    buffer's shape are checked, and the kernels built, before the first update, so a failure
+    there changes nothing (one inside a view's own step, an allocation, can still come after
+    the parameters before it were updated)."""
     for column in (*columns, flags):
         if len(column) != len(params):
             raise ValueError(f"{name}: {len(params)} parameters but a list of {len(column)} "
                              "gradients, state buffers or flags")
     rows = list(zip(params, *columns, flags))  # (param, grad, state..., flags) each
+    for row in rows:
+        for x in row[1:-1]:
+            if x is not None and x.shape != row[0].shape:
+                raise ShapeError(f"{name}: a parameter of shape {row[0].shape} with a gradient "
+                                 f"or state buffer of shape {x.shape}")
     groups: dict = {}  # dtype -> indices of the parameters the kernel takes
     rest = []
     for i, row in enumerate(rows):

@@ -9,6 +9,14 @@ from .activation import ReLU
 from .layers import Conv2d
 from .module import Module
 
+#: the forwards a Sequential may run as one op (a class patched since is run as it is)
+_CONV2D_FORWARD, _RELU_FORWARD = Conv2d.forward, ReLU.forward
+
+
+def _plain(m, kind, forward) -> bool:
+    """Whether module m is a `kind` itself whose forward is `forward`, unpatched."""
+    return m.__class__ is kind and kind.forward is forward and "forward" not in m.__dict__
+
 
 class Sequential(Module):
     """Modules applied one after another; built from modules or an OrderedDict of them.
@@ -33,16 +41,16 @@ class Sequential(Module):
 
     def forward(self, input):
         # a Conv2d with a bias and the ReLU after it run as one op (ops/conv.py Conv2dReLU:
-        # one backend call and one graph node, the same bits): exact classes only, so a
-        # subclass's own forward is never skipped
+        # one backend call and one graph node, the same bits): exact classes with their own
+        # forward only, so a subclass's or a patched forward is never skipped
         held = None  # a Conv2d waiting to see what follows it
         for m in self._modules.values():
             if held is not None:
-                if m.__class__ is ReLU:
+                if _plain(m, ReLU, _RELU_FORWARD):
                     input, held = held.forward_relu(input), None
                     continue
                 input, held = held(input), None
-            if m.__class__ is Conv2d and m.bias is not None:
+            if _plain(m, Conv2d, _CONV2D_FORWARD) and m.bias is not None:
                 held = m
             else:
                 input = m(input)

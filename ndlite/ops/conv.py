@@ -277,8 +277,9 @@ def conv2d_relu(input: Tensor, weight: Tensor, bias: Tensor, stride=1, padding=0
 
 
 def _conv2d(kind, input, weight, bias, stride, padding, dilation, groups) -> Tensor:
-    """conv2d's checks and dispatch, for `kind` Conv2d or Conv2dReLU."""
-    op = kind.name
+    """conv2d's checks and dispatch, for `kind` Conv2d or Conv2dReLU (whose errors are
+    conv2d's: a Sequential runs it for a Conv2d layer)."""
+    op = "conv2d"
     if amp.on:  # before the dtype check: autocast casts input, weight and bias
         input, weight, bias = autocast_inputs(Conv2d, (input, weight, bias))
     if input.ndim == 3:

@@ -1,7 +1,9 @@
-"""The step fast paths (ndlite/device/step_fallbacks.py) on every backend: relu_grad,
-add_scalar_inplace, conv2d_bias and linear_grad give their fallbacks' bits (signed zeros, NaN
-and infinities included), log_softmax_grad agrees with float64; the layers that use them
-(ReLU's backward, BatchNorm's batch counter, Conv2d, Linear, LogSoftmax) make one call each."""
+"""The step fast paths (ndlite/device/step_fallbacks.py) on every backend: relu_grad and
+add_scalar_inplace give their fallbacks' bits (signed zeros, NaN and infinities included),
+conv2d_bias and linear_grad theirs on random values (conv2d_bias's NaN, infinities and
+signed zeros: the kit's test_layer_paths.py), log_softmax_grad agrees with float64; the
+layers that use them (ReLU's backward, BatchNorm's batch counter, Conv2d, Linear, LogSoftmax)
+make one call each."""
 
 import numpy as np
 import pytest

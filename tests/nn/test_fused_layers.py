@@ -119,3 +119,17 @@ def test_only_a_conv2d_with_a_bias_and_then_a_relu_are_fused(backend, layers, fu
             backend.conv2d_bias = saved
     assert sum(bool(c) for c in calls) == fused
     np.testing.assert_array_equal(_bits(got), _bits(_unfused(model, x)))
+
+
+def test_a_patched_forward_runs_as_patched(backend):
+    ndlite.manual_seed(4)
+    model = nn.Sequential(nn.Conv2d(1, 2, 3), nn.ReLU()).to(backend)
+    x = ndlite.tensor(np.random.default_rng(4).standard_normal((2, 1, 5, 5)),
+                      dtype=ndlite.float32, backend=backend)
+    model[1].forward = lambda input: F.relu(input) * 3  # a module's forward replaced
+    np.testing.assert_array_equal(_bits(model(x)), _bits(F.relu(model[0](x)) * 3))
+    del model[1].forward
+    model[0].forward = lambda input: F.conv2d(input, model[0].weight) * 2  # and the conv's
+    np.testing.assert_array_equal(_bits(model(x)), _bits(F.relu(model[0](x))))
+    with pytest.raises(ndlite.ShapeError, match="^conv2d: "):  # errors name the layer's op
+        nn.Sequential(nn.Conv2d(3, 2, 3), nn.ReLU()).to(backend)(x)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import ndlite
+from ndlite.errors import ShapeError
 
 SHAPES = [(3, 5), (7,), (4, 1, 3, 3), (5000,), (1,)]  # (5000: more than one block of a chunk)
 
@@ -266,4 +267,9 @@ def test_opencl_checks_the_lists_before_updating_anything(backend):
     before = _host(backend, lists)
     with pytest.raises(ValueError, match="rmsprop_steps: 35 parameters but a list of 34"):
         backend.rmsprop_steps(params, grads[:-1], *states, 1e-2, 0.9, 1e-6, 0.5, 0.01)
+    _assert_same_bits(_host(backend, lists), before)
+    # a gradient of the wrong shape last: the views before it are not updated either
+    wrong = grads[:-1] + [backend.from_numpy(np.zeros((1, 2, 3), np.float32))]
+    with pytest.raises(ShapeError, match="rmsprop_steps: a parameter of shape"):
+        backend.rmsprop_steps(params, wrong, *states, 1e-2, 0.9, 1e-6, 0.5, 0.01)
     _assert_same_bits(_host(backend, lists), before)
