@@ -10,6 +10,12 @@
 - char_gpt: a training step of ndlite.nn.GPT(vocab 65, block 256, 6 layers, 6 heads, width 384,
   dropout 0.2), AdamW lr 3e-4, batch 64, random token windows already on the device.
 
+Named with --workloads only (issue 15's other shapes, so that a gain shows to be general):
+- vgg_cifar: a step of a VGG-style net (3x32x32, 64-128-256 channels, two 3x3 convs with
+  BatchNorm and ReLU per width, max-pool), batch 128, SGD lr 0.01 momentum 0.9, cross-entropy;
+- mlp_wide: a step of an MLP 1024-4096-4096-4096-10, batch 1024, Adam lr 1e-3, cross-entropy;
+- mlp_small: a step of an MLP 32-64-64-10, batch 32, Adam lr 1e-3 (launch-bound).
+
     python bench/gpu_models.py [--backends cupy opencl] [--workloads ...] [--mnist-dir D]
     python bench/gpu_models.py --cpu --steps 2 --warmup 1 --batch-scale 0.05 --out /tmp/gm.json
 
@@ -43,21 +49,35 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import save, torch_seed_cnn  # noqa: E402  (common puts ndlite on sys.path)
-from models_torch import TorchGPT, copy_weights, resnet18_cifar, same_model  # noqa: E402
+from models_torch import (  # noqa: E402
+    TorchGPT,
+    copy_weights,
+    mlp,
+    resnet18_cifar,
+    same_model,
+    vgg_cifar,
+)
 
 import ndlite  # noqa: E402
 from ndlite.benchmark import machine_info  # noqa: E402
 from ndlite.device.registry import probe  # noqa: E402
 
 WORKLOADS = ("seed_cnn", "seed_cnn_graph", "resnet18_cifar", "char_gpt")
-BATCH = {"seed_cnn": 128, "seed_cnn_graph": 128, "resnet18_cifar": 128, "char_gpt": 64}
+#: run when named: the issue's other shapes
+EXTRA = ("vgg_cifar", "mlp_wide", "mlp_small")
+BATCH = {"seed_cnn": 128, "seed_cnn_graph": 128, "resnet18_cifar": 128, "char_gpt": 64,
+         "vgg_cifar": 128, "mlp_wide": 1024, "mlp_small": 32}
+#: the MLPs' layer sizes (in, hidden..., classes)
+MLP = {"mlp_wide": (1024, 4096, 4096, 4096, 10), "mlp_small": (32, 64, 64, 10)}
 #: workloads timed per epoch of host batches (the others per step on device batches)
 EPOCHS = ("seed_cnn", "seed_cnn_graph")
 GPT = {"vocab_size": 65, "block_size": 256, "n_layer": 6, "n_head": 6, "n_embd": 384,
        "dropout": 0.2}
 OPTIMIZER = {"seed_cnn": "RMSprop lr 1e-3", "seed_cnn_graph": "RMSprop lr 1e-3",
              "resnet18_cifar": "SGD lr 0.01 momentum 0.9",
-             "char_gpt": "AdamW lr 3e-4 (weight_decay 0.01)"}
+             "char_gpt": "AdamW lr 3e-4 (weight_decay 0.01)",
+             "vgg_cifar": "SGD lr 0.01 momentum 0.9", "mlp_wide": "Adam lr 1e-3",
+             "mlp_small": "Adam lr 1e-3"}
 
 
 # ---- the two sides of a row ------------------------------------------------------------------
@@ -76,12 +96,18 @@ class Side:
             self.model = torch_seed_cnn() if self.is_torch else ndlite.nn.models.mnist_cnn()
         elif workload == "resnet18_cifar":
             self.model = resnet18_cifar(nn)
+        elif workload == "vgg_cifar":
+            self.model = vgg_cifar(nn)
+        elif workload in MLP:
+            self.model = mlp(nn, MLP[workload])
         else:
             self.model = TorchGPT(**GPT) if self.is_torch else ndlite.nn.GPT(**GPT)
         self.model.to(where)
         params = self.model.parameters()
         self.opt = (optim.RMSprop(params, lr=1e-3) if workload in EPOCHS else
-                    optim.SGD(params, lr=0.01, momentum=0.9) if workload == "resnet18_cifar"
+                    optim.SGD(params, lr=0.01, momentum=0.9)
+                    if workload in ("resnet18_cifar", "vgg_cifar") else
+                    optim.Adam(params, lr=1e-3) if workload in MLP
                     else optim.AdamW(params, lr=3e-4))
         self.host_batches = host_batches
         # seed_cnn copies each host batch in its step; the others step on device batches
@@ -98,9 +124,9 @@ class Side:
         F = self.functional
         if self.workload in EPOCHS:
             return F.nll_loss(self.model(x), y)
-        if self.workload == "resnet18_cifar":
-            return F.cross_entropy(self.model(x), y)
-        return self.model(x, y)[1]
+        if self.workload == "char_gpt":
+            return self.model(x, y)[1]
+        return F.cross_entropy(self.model(x), y)
 
     def step(self, x, y):
         self.opt.zero_grad()
@@ -197,9 +223,14 @@ def host_batches(workload: str, batch: int, args) -> tuple[list, str]:
         n = len(data) if limit is None else min(limit, len(data))
         order = rng.permutation(len(data))[:n]
         return [data.batch(order[i:i + batch]) for i in range(0, n, batch)], source
-    if workload == "resnet18_cifar":
+    if workload in ("resnet18_cifar", "vgg_cifar"):
         return [(rng.standard_normal((batch, 3, 32, 32), dtype=np.float32),
                  rng.integers(0, 10, batch)) for _ in range(4)], "random 3x32x32, 10 classes"
+    if workload in MLP:
+        features = MLP[workload][0]
+        return [(rng.standard_normal((batch, features), dtype=np.float32),
+                 rng.integers(0, 10, batch)) for _ in range(4)], \
+            f"random {features} features, 10 classes"
     windows = rng.integers(0, GPT["vocab_size"], (4, batch, GPT["block_size"] + 1))
     return [(w[:, :-1].copy(), w[:, 1:].copy()) for w in windows], \
         f"random token windows of {GPT['block_size']} (+1 target shift), vocab 65"
@@ -316,7 +347,8 @@ def machine(backends, torch) -> dict:
 
 def parse(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workloads", nargs="+", choices=WORKLOADS, default=list(WORKLOADS))
+    parser.add_argument("--workloads", nargs="+", choices=WORKLOADS + EXTRA,
+                        default=list(WORKLOADS), help=f"default: {' '.join(WORKLOADS)}")
     parser.add_argument("--backends", nargs="+", choices=["cupy", "opencl", "numpy"],
                         default=None, help="ndlite's backends (default cupy opencl; numpy "
                                            "with --cpu)")

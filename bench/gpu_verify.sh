@@ -2,13 +2,15 @@
 # One call on the GPU machine: the whole test suite with the CuPy (convolutions through cuDNN)
 # and NVIDIA OpenCL backends available, the convolution / CuPy / batch-norm / CUDA-graph tests
 # again with NDLITE_CUDNN=0, the NumPy backend's tests with numba and oneDNN off, then the
-# CPU/GPU crossover benchmark. Needs, carried in .whl, the
+# CPU/GPU crossover benchmark, and (part `models`) issue 15's three models against PyTorch
+# (bench/gpu_models.py over full MNIST in $MNIST, default .carry/mnist, carried: ../shared does
+# not travel; its JSON lands in $OUT). Needs, carried in .whl, the
 # wheels that machine lacks: pyopencl (with pytools, platformdirs, siphash24) and
 # nvidia-cudnn-frontend (installed with --no-deps: cuDNN itself is there); optionally the
 # NumPy backend's numba and oneDNN (below), so its tests run with the accelerated path too.
-#   OUT=/some/dir bash bench/gpu_verify.sh [suite] [cudnn_off] [cpu_off] [crossover]
-# With no part named it runs all four (up to about 19 minutes with the timeouts below, more
-# than one device call allows: name one or two parts per call).
+#   OUT=/some/dir bash bench/gpu_verify.sh [suite] [cudnn_off] [cpu_off] [crossover] [models]
+# With no part named it runs the first four (up to about 19 minutes with the timeouts below,
+# more than one device call allows: name one or two parts per call); `models` only when named.
 set -o pipefail
 PARTS=${*:-suite cudnn_off cpu_off crossover}
 part() { [[ " $PARTS " == *" $1 "* ]]; }
@@ -45,6 +47,12 @@ part cpu_off && NDLITE_NUMBA=0 NDLITE_ONEDNN=0 NDLITE_BACKEND=numpy timeout 300 
     tests/conformance/test_ops.py tests/core tests/nn tests/optim tests/backends/test_numpy_threads.py \
     -q -p no:cacheprovider -n 14 -ra 2>&1 | grep -E "^FAILED|^ERROR|passed|failed" \
     | tee "$OUT/tests_cpu_kernels_off.txt"
+if part models; then
+    git log -1 --format='commit %h %s' 2>/dev/null | tee "$OUT/models.txt"
+    timeout 540 python3 bench/gpu_models.py --steps 10 --rounds 5 --warmup 3 \
+        --mnist-dir "${MNIST:-.carry/mnist}" 2>&1 | tee -a "$OUT/models.txt"
+    cp bench/results/gpu_models*.json "$OUT/" 2>/dev/null
+fi
 if part crossover; then
     timeout 100 python3 bench/crossover.py --budget 0.6 --out crossover_gpu 2>&1 | tee "$OUT/crossover.txt"
     cp bench/results/crossover_gpu.json "$OUT/" 2>/dev/null

@@ -3,6 +3,8 @@ same structure and the same parameter names and shapes (their state dicts load i
 
 - `resnet18_cifar(nn)`: ResNet-18 for 32x32 inputs, written once against either framework's
   `nn` module (ndlite.nn or torch.nn) from layers both have;
+- `vgg_cifar(nn)`, `mlp(nn, sizes)`: the issue's other shapes (a VGG-style CIFAR net with
+  BatchNorm; plain MLPs), likewise written once for both;
 - `TorchGPT`: a PyTorch mirror of `ndlite.nn.GPT` (ndlite/nn/gpt.py), module for module;
 - `copy_weights(src, dst)`: an ndlite model's parameters and buffers into its torch twin;
 - `same_model(ours, theirs)`: whether two sides of a row (gpu_models.Side) compute the same
@@ -47,6 +49,28 @@ def resnet18_cifar(nn, num_classes: int = 10):
             cin = width
     layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(512, num_classes)]
     return nn.Sequential(*layers)
+
+
+def vgg_cifar(nn, widths=(64, 128, 256), num_classes: int = 10):
+    """A VGG-style net for 3x32x32 inputs: per width two 3x3 convolutions (padding 1, with
+    bias) each followed by BatchNorm and ReLU, then a 2x2 max-pool; flatten, fc `num_classes`.
+    `nn` is ndlite.nn or torch.nn."""
+    layers, cin = [], 3
+    for width in widths:
+        for _ in range(2):
+            layers += [nn.Conv2d(cin, width, 3, padding=1), nn.BatchNorm2d(width), nn.ReLU()]
+            cin = width
+        layers.append(nn.MaxPool2d(2))
+    side = 32 >> len(widths)
+    return nn.Sequential(*layers, nn.Flatten(), nn.Linear(cin * side * side, num_classes))
+
+
+def mlp(nn, sizes):
+    """Linear layers of `sizes` (in, hidden..., out) with a ReLU between each two."""
+    layers = []
+    for a, b in zip(sizes[:-1], sizes[1:]):
+        layers += [nn.Linear(a, b), nn.ReLU()]
+    return nn.Sequential(*layers[:-1])
 
 
 _TORCH_GPT = None
@@ -172,15 +196,20 @@ def compare(ours, theirs, dtype) -> dict:
     finally:
         for side in (ours, theirs):
             side.model.float()
-    rel = max(float(np.max(np.abs(a - b)) / (np.max(np.abs(b)) + 1e-30))
-              for a, b in zip(grads_n, grads_t, strict=True))
+    # each tensor against its own largest gradient, but never below a millionth of the
+    # model's: a gradient that is zero but for rounding (a convolution's bias before a
+    # BatchNorm, which subtracts it again) would otherwise compare noise with noise
+    floor = 1e-6 * max((float(np.max(np.abs(b))) for b in grads_t if b.size), default=0.0)
+    rel = max(float(np.max(np.abs(a - b)) / max(float(np.max(np.abs(b))), floor, 1e-30))
+              for a, b in zip(grads_n, grads_t, strict=True) if b.size)
     return {"loss_ndlite": loss_n, "loss_torch": loss_t, "max_abs_loss_diff": abs(loss_n - loss_t),
             "max_grad_rel_diff": rel, "tensors": len(grads_n)}
 
 
 def same_model(ours, theirs) -> dict:
     """Whether both sides compute the same function from the same weights: loss and gradients
-    (relative to each tensor's largest) on the first batch, in train mode (BatchNorm on batch
+    (relative to each tensor's largest, or to a millionth of the model's largest where that
+    is more) on the first batch, in train mode (BatchNorm on batch
     statistics; the GPT with dropout off). Decided in float64, where rounding cannot hide a
     difference of model (tolerance 1e-9 on the loss, 1e-7 on gradients); the float32 figures
     are kept too (BatchNorm's gradients cancel: float32 can differ by 1e-2 relative there).
