@@ -9,9 +9,11 @@ Tensor ops: with `create_graph=True` those ops record nodes too, so gradients ca
 differentiated again.
 
 This module knows no Tensor class and no op: it handles tensors through the few fields every
-tensor has (`_node`, `_rg`, `_data`, `_backend`, `_vbox`, `grad`, `_hooks`) and makes new ones
-with the class of the tensors it is given (`type(t)._make`). The public API over it
-(`backward`, `grad`, `value_and_grad`) is ndlite.autograd, above the Tensor class.
+tensor has (`_node`, `_rg`, `_data`, `_backend`, `_vbox`, `grad`, `_hooks`, `_grad_hooks`) and
+makes new ones with the class of the tensors it is given (`type(t)._make`). The public API
+over it (`backward`, `grad`, `value_and_grad`) is ndlite.autograd, above the Tensor class.
+Gradient hooks (`Tensor.register_hook`) run where a gradient is whole: in `visit` for a
+node's output, in `flush` for a leaf (grad_hooks.py).
 
 Saved tensors carry a version check: an in-place change to a tensor between its use in forward
 and the backward pass raises an error instead of giving a silently wrong gradient.
@@ -28,6 +30,8 @@ import weakref
 from collections.abc import Callable, Sequence
 
 from .errors import ShapeError
+from .grad_hooks import accumulate
+from .grad_hooks import run as run_hooks
 from .slice_grads import SLICING, slice_grad
 
 # ---- grad mode (per thread) ---------------------------------------------------------------------
@@ -107,7 +111,7 @@ class Node:
     """One recorded op application: everything its backward needs, and where gradients go."""
 
     __slots__ = ("op", "next", "saved", "versions", "out_data", "out_version", "params", "shapes",
-                 "backend", "wrap", "retained", "freed", "__weakref__")
+                 "backend", "wrap", "retained", "freed", "hooks", "__weakref__")
 
     def __init__(self, op, next, backend, shapes, params, wrap):
         self.op = op
@@ -122,6 +126,7 @@ class Node:
         self.out_version = None
         self.retained = None
         self.freed = False
+        self.hooks = None  # the gradient hooks of the output (Tensor.register_hook)
 
     @property
     def name(self) -> str:
@@ -245,39 +250,6 @@ def _toposort(roots: Sequence[Node]) -> list[Node]:
     return order
 
 
-def accumulate(leaf, grad, owned: bool) -> None:
-    """Add `grad` into `leaf.grad`, then run the leaf's post-accumulate-grad hooks. Outside
-    create_graph, a first gradient that may share its buffer (backward passes hand the same
-    buffer to several inputs: add, reshape, the caller's gradient) is copied, so an in-place
-    change to one `.grad` shows nowhere else; an `owned` one (a fresh result that reached this
-    leaf alone) is kept as it is."""
-    if leaf.grad is not None:
-        leaf.grad = leaf.grad + grad
-    elif mode.enabled or owned:
-        leaf.grad = grad
-    else:
-        leaf.grad = type(grad)._make(grad._backend.copy(grad._data), grad._backend)
-    hooks = leaf._hooks
-    if hooks:
-        for hook in list(hooks.values()):
-            hook(leaf)
-
-
-class HookHandle:
-    """What registering a hook returns: `remove()` unregisters it."""
-
-    _next_id = 0
-
-    def __init__(self, hooks: dict, hook):
-        HookHandle._next_id += 1
-        self.id = HookHandle._next_id
-        self.hooks = hooks
-        hooks[self.id] = hook
-
-    def remove(self) -> None:
-        self.hooks.pop(self.id, None)
-
-
 class _Pass:
     """The gradients in flight during one backward pass.
 
@@ -301,6 +273,7 @@ class _Pass:
             self.hold(g)
         # target -> the gradient this pass made and holds alone: slice_grads.py adds into it
         self.mine: dict = {}
+        self.pending: dict = {}  # leaf with gradient hooks -> the sum of its pieces so far
 
     def hold(self, g) -> None:
         self.held[id(g)] = weakref.ref(g)
@@ -310,24 +283,45 @@ class _Pass:
         self.grads[target] = g if prev is None else prev + g
 
     def deliver(self, target, g) -> None:
-        """Pass gradient `g` on to a leaf (visit passes those for nodes itself)."""
+        """Pass gradient `g` on to a leaf (visit passes those for nodes itself); a leaf with
+        gradient hooks gets the sum of its pieces once the nodes are done (`flush`)."""
+        if target._grad_hooks:
+            prev = self.pending.get(target)
+            self.pending[target] = g if prev is None else prev + g
+        else:
+            self.give(target, g)
+
+    def give(self, target, g) -> None:
         if self.capture is not None:
             if id(target) in self.wanted:
                 prev = self.captured.get(id(target))
                 self.captured[id(target)] = g if prev is None else prev + g
         else:
             ref = self.held.get(id(g))  # held elsewhere already: not owned
-            accumulate(target, g, owned=(ref is None or ref() is not g) and g._vbox is None)
+            accumulate(target, g, mode.enabled,
+                       owned=(ref is None or ref() is not g) and g._vbox is None)
             self.hold(g)
+
+    def flush(self) -> None:
+        """The pending leaves' gradients through their hooks, then on (a hook's own tensor is
+        held: copied before it becomes a `.grad`)."""
+        for target, g in self.pending.items():
+            hooked = run_hooks(target._grad_hooks, g)
+            if hooked is not g:
+                self.hold(hooked)
+            self.give(target, hooked)
+        self.pending.clear()
 
     def visit(self, node: Node, grad, retain_graph: bool) -> None:
         """Run `node`'s backward with the gradient of its output, passing the results on."""
+        if node.hooks:
+            grad = run_hooks(node.hooks, grad)
         if self.capture is not None and id(node) in self.wanted:
             self.captured[id(node)] = grad
         if node.retained is not None:
             owner = node.retained()
             if owner is not None and self.capture is None:
-                accumulate(owner, grad, owned=False)
+                accumulate(owner, grad, mode.enabled, owned=False)
         if node.freed:
             raise RuntimeError(
                 f"trying to backward through the graph a second time (through "
@@ -387,6 +381,7 @@ def run_backward(outputs, grad_outputs, retain_graph: bool, create_graph: bool,
             grad = flow.grads.pop(node, None)
             if grad is not None:
                 flow.visit(node, grad, retain_graph)
+        flow.flush()
     finally:
         mode.enabled = previous_mode
     if capture is None:

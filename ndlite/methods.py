@@ -37,6 +37,7 @@ def _init(self, data, dtype=None, backend=None, requires_grad: bool = False):
     t = make_tensor(data, dtype=dtype, backend=backend)
     self._data, self._backend = t._data, t._backend
     self._node, self._rg, self.grad, self._vbox, self._hooks = None, False, None, None, None
+    self._grad_hooks = None
     self._view = self._views = None
     if requires_grad:
         self.requires_grad_()

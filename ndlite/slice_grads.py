@@ -49,8 +49,8 @@ def slice_grad(flow, node, grad, is_node: bool) -> None:
     """The first-order backward pass `flow` (graph._Pass) passing on the gradient of slice
     `node`: `grad` at its key of zeros of its input's shape, added into the gradient gathered
     for its input (a node's, when `is_node`, or a leaf's) in place where `flow.mine` says the
-    pass made that and holds it alone. A leaf with hooks takes the plain path (a fresh buffer
-    through `flow.deliver`, which runs them)."""
+    pass made that and holds it alone. A leaf with hooks (gradient hooks, or post-accumulate
+    ones outside a capture) takes the plain path: a fresh buffer through `flow.deliver`."""
     target = node.next[0]
     if target is None:
         return
@@ -61,13 +61,13 @@ def slice_grad(flow, node, grad, is_node: bool) -> None:
         g = flow.grads[target] = mine[target] = into_slice(
             prev, prev is not None and mine.get(target) is prev, grad, key, shape)
         flow.hold(g)
+    elif target._grad_hooks or (target._hooks and flow.capture is None):
+        flow.deliver(target, into_slice(None, True, grad, key, shape))  # hooks: plain path
     elif flow.capture is not None:
         if id(target) in flow.wanted:
             prev = flow.captured.get(id(target))
             flow.captured[id(target)] = mine[target] = into_slice(
                 prev, prev is not None and mine.get(target) is prev, grad, key, shape)
-    elif target._hooks:
-        flow.deliver(target, into_slice(None, True, grad, key, shape))
     else:  # as graph.accumulate: a first gradient kept, a later one summed into a new buffer
         prev = target.grad
         target.grad = mine[target] = into_slice(

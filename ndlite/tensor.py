@@ -16,6 +16,7 @@ from . import bounds, graph
 from .device.registry import Device
 from .dtypes import is_floating
 from .errors import DTypeError, ShapeError
+from .grad_hooks import HookHandle
 
 
 class Tensor:
@@ -29,8 +30,8 @@ class Tensor:
     [[2.0, 4.0], [6.0, 8.0]]
     """
 
-    __slots__ = ("_data", "_backend", "_node", "_rg", "grad", "_vbox", "_hooks", "_view", "_views",
-                 "__weakref__")
+    __slots__ = ("_data", "_backend", "_node", "_rg", "grad", "_vbox", "_hooks", "_grad_hooks",
+                 "_view", "_views", "__weakref__")
     __array_priority__ = 1000  # numpy_array + tensor calls Tensor.__radd__
 
     @staticmethod
@@ -43,7 +44,7 @@ class Tensor:
         t._rg = requires_grad
         t.grad = None
         t._vbox = None
-        t._hooks = None
+        t._hooks = t._grad_hooks = None
         t._view = None  # for a view: (its base, the view steps from the base); ops/views.py
         t._views = None  # for a base: weak references to its views
         return t
@@ -141,6 +142,35 @@ class Tensor:
         self._node, self._rg = None, False
         return self
 
+    def register_hook(self, hook):
+        """Call `hook(grad)` with this tensor's whole gradient each time backward computes it;
+        a returned tensor (same shape, dtype and backend) replaces it from there on
+        (torch.Tensor.register_hook; grad_hooks.py). Returns a handle whose `remove()`
+        unregisters it.
+
+        >>> import ndlite
+        >>> x = ndlite.ones(2, requires_grad=True)
+        >>> y = x * 3
+        >>> handle = y.register_hook(lambda grad: grad * 10)
+        >>> y.sum().backward()
+        >>> x.grad.tolist()
+        [30.0, 30.0]
+        """
+        if not self._rg:
+            raise RuntimeError("register_hook: cannot register a hook on a tensor that does "
+                               "not require grad")
+        if not callable(hook):
+            raise TypeError(f"register_hook: a hook must be callable, got "
+                            f"{type(hook).__name__}")
+        node = self._node
+        if node is None:  # a leaf keeps its own
+            if self._grad_hooks is None:
+                self._grad_hooks = {}
+            return HookHandle(self._grad_hooks, hook)
+        if node.hooks is None:  # a non-leaf's live on the node that made it
+            node.hooks = {}
+        return HookHandle(node.hooks, hook)
+
     def register_post_accumulate_grad_hook(self, hook):
         """Call `hook(self)` each time backward has accumulated a gradient into this leaf's
         `.grad` (torch.Tensor.register_post_accumulate_grad_hook). Returns a handle whose
@@ -162,7 +192,7 @@ class Tensor:
                                "require grad")
         if self._hooks is None:
             self._hooks = {}
-        return graph.HookHandle(self._hooks, hook)
+        return HookHandle(self._hooks, hook)
 
     def retain_grad(self) -> None:
         """Keep this non-leaf tensor's gradient in `.grad` after backward."""

@@ -14,8 +14,10 @@ _CONV2D_FORWARD, _RELU_FORWARD = Conv2d.forward, ReLU.forward
 
 
 def _plain(m, kind, forward) -> bool:
-    """Whether module m is a `kind` itself whose forward is `forward`, unpatched."""
-    return m.__class__ is kind and kind.forward is forward and "forward" not in m.__dict__
+    """Whether module m is a `kind` itself whose forward is `forward`, unpatched, and with no
+    forward hooks (which must see the layer's own input and output)."""
+    return (m.__class__ is kind and kind.forward is forward and "forward" not in m.__dict__
+            and not m._forward_hooks and not m._forward_pre_hooks)
 
 
 class Sequential(Module):
@@ -42,7 +44,8 @@ class Sequential(Module):
     def forward(self, input):
         # a Conv2d with a bias and the ReLU after it run as one op (ops/conv.py Conv2dReLU:
         # one backend call and one graph node, the same bits): exact classes with their own
-        # forward only, so a subclass's or a patched forward is never skipped
+        # forward and no hooks only, so a subclass's or a patched forward, or a hook, is never
+        # skipped
         held = None  # a Conv2d waiting to see what follows it
         for m in self._modules.values():
             if held is not None:

@@ -18,7 +18,9 @@ from .. import graph
 from ..creation import empty
 from ..dtypes import as_dtype
 from ..errors import ShapeError
+from ..grad_hooks import HookHandle
 from ..tensor import Tensor
+from . import hooks
 
 IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 
@@ -73,6 +75,8 @@ class Module:
     """
 
     training: bool
+    # hooks (hooks.py), an OrderedDict on the instance once one is registered
+    _forward_pre_hooks = _forward_hooks = None
 
     def __init__(self) -> None:
         object.__setattr__(self, "_parameters", OrderedDict())
@@ -85,7 +89,37 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__} has no forward method")
 
     def __call__(self, *args, **kwargs):
+        if self._forward_pre_hooks or self._forward_hooks:
+            return hooks.call(self, args, kwargs)
         return self.forward(*args, **kwargs)
+
+    def register_forward_pre_hook(self, hook: Callable, *, prepend: bool = False,
+                                  with_kwargs: bool = False) -> HookHandle:
+        """Call `hook(module, args)` before each forward; it may return new args (hooks.py).
+
+        >>> import ndlite
+        >>> m = ndlite.nn.Identity()
+        >>> handle = m.register_forward_pre_hook(lambda mod, args: (args[0] * 2,))
+        >>> m(ndlite.ones(2)).tolist()
+        [2.0, 2.0]
+        """
+        return hooks.add(self, "_forward_pre_hooks", hook, (with_kwargs, False), prepend)
+
+    def register_forward_hook(self, hook: Callable, *, prepend: bool = False,
+                              with_kwargs: bool = False,
+                              always_call: bool = False) -> HookHandle:
+        """Call `hook(module, args, output)` after each forward; it may return a new output
+        (hooks.py). The usual use, keeping a layer's activations:
+
+        >>> import ndlite
+        >>> net = ndlite.nn.Sequential(ndlite.nn.Linear(3, 2), ndlite.nn.ReLU())
+        >>> seen = {}
+        >>> handle = net[0].register_forward_hook(lambda mod, args, out: seen.update(fc=out))
+        >>> _ = net(ndlite.ones(4, 3))
+        >>> seen["fc"].shape
+        (4, 2)
+        """
+        return hooks.add(self, "_forward_hooks", hook, (with_kwargs, always_call), prepend)
 
     # ---- registration ------------------------------------------------------------------------
 

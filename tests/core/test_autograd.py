@@ -302,10 +302,10 @@ def test_fresh_leaf_gradients_are_kept_not_copied(monkeypatch):
     seen = []
     original = graph.accumulate
 
-    def accumulate(leaf, grad, owned):
+    def accumulate(leaf, grad, create_graph, owned):
         if id(leaf) in weights:  # (a bias gradient is a view of a sum: copied, rightly)
             seen.append(owned)
-        original(leaf, grad, owned)
+        original(leaf, grad, create_graph, owned)
 
     monkeypatch.setattr(graph, "accumulate", accumulate)
     for _ in range(3):
