@@ -8,7 +8,10 @@ program prints as code that replays it:
 - ("inplace", name, i, arg): an in-place op on slot i, a non-leaf (arg: a number, a slot, or
   (a number,); for setitem (key, value));
 - ("detach", i, ...), ("nograd", i, name, c): a constant slot; ("sum", i, dim),
-  ("mean", i, dim): a reduction; ("retain", i): retain_grad on slot i.
+  ("mean", i, dim): a reduction; ("retain", i): retain_grad on slot i; ("hook", i, kind):
+  a gradient hook on slot i that changes no value ("observe" returns None, "clone" a new
+  tensor equal to the gradient), so the derivative stays the oracles' while the engine takes
+  its hooked paths (a leaf's pieces summed first, a returned gradient copied).
 """
 
 from __future__ import annotations
@@ -83,7 +86,8 @@ def _draw_inplace(draw, st, slots, i, scalar):
 
 def _draw_step(draw, st, slots, scalar):
     kind = draw(st.sampled_from(["inplace", "view", "unary", "binary", "inplace", "view",
-                                 "detach", "nograd", "sum", "retain", "mean", "matmul"]))
+                                 "detach", "nograd", "sum", "retain", "mean", "matmul",
+                                 "hook"]))
     writable = [j for j, m in enumerate(slots) if not m["leafy"] and not m["const"]]
     if kind == "inplace" and writable:  # the newest slots first: views of non-leaves
         i = writable[-1 - draw(st.integers(0, len(writable) - 1))]
@@ -118,6 +122,8 @@ def _draw_step(draw, st, slots, scalar):
         kind = "unary"
     if kind == "retain":
         return ("retain", i), None
+    if kind == "hook":
+        return ("hook", i, draw(st.sampled_from(("observe", "clone")))), None
     new["const"] = new["const"] or kind in ("detach", "nograd")
     name = draw(st.sampled_from(UNARY))
     return (kind if kind != "inplace" else "unary", i, name, draw(scalar)), new

@@ -3,9 +3,10 @@
 The conformance kit proves each op of each backend against the reference; this proves what
 the reference and the autograd engine share. Hypothesis draws a `Program`: one or two float64
 leaves (size-0 and size-1 dims included) and 3-8 steps over them (elementwise ops, views and
-views of views, in-place ops on views and on non-leaves, setitem, retain_grad, detach, no_grad
-blocks, sums). Its output is a weighted sum of every value it made. `check(program, backend)`
-runs it on `backend` and compares the leaves' gradients (and retained ones)
+views of views, in-place ops on views and on non-leaves, setitem, retain_grad, gradient
+hooks, detach, no_grad blocks, sums). Its output is a weighted sum of every value it made.
+`check(program, backend)` runs it on `backend` and compares the leaves' gradients (and
+retained ones)
 - with float64 central finite differences of the whole program (the true derivative; values
   that detach or no_grad make are held at their unperturbed values, as autograd sees them);
 - with the reference backend;
@@ -96,6 +97,10 @@ def _step(lib, slots, step, frozen, k):
     elif kind == "retain":
         if slots[step[1]].requires_grad:
             slots[step[1]].retain_grad()
+    elif kind == "hook":
+        if slots[step[1]].requires_grad:
+            slots[step[1]].register_hook((lambda g: None) if step[2] == "observe" else
+                                         (lambda g: g * 1.0))
     else:
         _inplace(slots, step)
 
@@ -168,7 +173,8 @@ def run(program: Program, lib: _Lib, leaves=None, frozen=None, grad=True):
 
 
 def _made_slot(program: Program, k: int) -> int:
-    return len(program.leaves) + sum(s[0] not in ("retain", "inplace") for s in program.steps[:k])
+    return len(program.leaves) + sum(s[0] not in ("retain", "inplace", "hook")
+                                     for s in program.steps[:k])
 
 
 def _numpy(t) -> np.ndarray:
