@@ -80,6 +80,7 @@ from .errors import (
 from .grad_mode import inference_mode, is_inference_mode_enabled, no_grad
 from .graph import enable_grad, is_grad_enabled, set_grad_enabled
 from .interop import from_dlpack
+from .ops.activation import erf, log_softmax, softmax
 from .ops.binary import (
     add,
     clamp,
@@ -99,6 +100,24 @@ from .ops.binary import (
     ne,
     pow,
     sub,
+)
+from .ops.composite import (
+    addcdiv,
+    addcmul,
+    addmm,
+    baddbmm,
+    clamp_max,
+    clamp_min,
+    diag,
+    hstack,
+    isclose,
+    lerp,
+    masked_select,
+    nan_to_num,
+    nonzero,
+    repeat_interleave,
+    unbind,
+    vstack,
 )
 from .ops.einsum import einsum
 from .ops.elementwise import clone, where

@@ -14,12 +14,15 @@ from .creation import tensor as make_tensor
 from .device.protocol import Backend
 from .device.registry import Device, get_backend
 from .dtypes import as_dtype
+from .ops import activation as _act
 from .ops import binary as _b
 from .ops import cast as _c
+from .ops import composite as _cp
 from .ops import elementwise as _e
 from .ops import gather as _g
 from .ops import indexing as _i
 from .ops import inplace as _ip
+from .ops import inplace_more as _ipm
 from .ops import join as _j
 from .ops import linalg as _l
 from .ops import math as _mt
@@ -223,6 +226,15 @@ METHODS = {
         "scatter_add_")},
     "tril_": lambda self, diagonal=0: _i.copy_(self, _sl.tril(self, diagonal)),
     "triu_": lambda self, diagonal=0: _i.copy_(self, _sl.triu(self, diagonal)),
+    # PyTorch's composite functions and more in-place methods (ops/composite.py)
+    "softmax": _act.softmax, "log_softmax": _act.log_softmax, "erf": _act.erf,
+    **{name: getattr(_cp, name) for name in (
+        "lerp", "addmm", "baddbmm", "addcmul", "addcdiv", "clamp_min", "clamp_max", "unbind",
+        "diag", "repeat_interleave", "nonzero", "isclose", "nan_to_num", "masked_select")},
+    **_ipm.UNARY, "lerp_": _ipm.lerp_, "addcmul_": _ipm.addcmul_, "addcdiv_": _ipm.addcdiv_,
+    "clamp_min_": _ipm.clamp_min_, "clamp_max_": _ipm.clamp_max_,
+    "nan_to_num_": _ipm.nan_to_num_,
+    "element_size": lambda self: self._data.dtype.itemsize,
     "__format__": _format,
     "__floordiv__": _rd.floor_divide, "__rfloordiv__": lambda a, b: _rd.floor_divide(b, a),
     "__mod__": _rd.remainder, "__rmod__": lambda a, b: _rd.remainder(b, a),
@@ -237,6 +249,7 @@ def bind() -> None:
     for name, fn in METHODS.items():
         setattr(Tensor, name, fn)
     Tensor.T = property(_m.t)
+    Tensor.nbytes = property(lambda self: self._data.dtype.itemsize * self.numel())
     Tensor.mT = property(_m.matrix_transpose)
 
 

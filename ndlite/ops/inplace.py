@@ -41,7 +41,9 @@ def commit(x: Tensor, out: Tensor) -> Tensor:
 
 def _inplace(x: Tensor, other, fn, op: str) -> Tensor:
     check_inplace(x, op)
-    recording = graph.mode.enabled and (x._rg or (isinstance(other, Tensor) and other._rg))
+    operands = other if isinstance(other, tuple) else (other,)  # (a tuple: several operands)
+    recording = graph.mode.enabled and (x._rg or any(isinstance(o, Tensor) and o._rg
+                                                     for o in operands))
     if recording:
         # backward may need x's old value: compute from a copy, then overwrite x
         old = Tensor._make(x._backend.copy(x._data), x._backend, x._node, x._rg)
