@@ -3,6 +3,23 @@ losses, `init`, and the functional ops in `ndlite.nn.functional`."""
 
 from . import functional, init, models, parallel, utils
 from .activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
+from .activations_more import (
+    CELU,
+    GLU,
+    SELU,
+    Hardshrink,
+    Hardsigmoid,
+    Hardswish,
+    Mish,
+    PReLU,
+    ReLU6,
+    Softmax2d,
+    Softmin,
+    Softshrink,
+    Softsign,
+    Tanhshrink,
+    Threshold,
+)
 from .container import ModuleList, Sequential
 from .containers_more import (
     ELU,
@@ -17,17 +34,49 @@ from .containers_more import (
 )
 from .gpt import GPT
 from .layers import AdaptiveAvgPool2d, AvgPool2d, Conv2d, Dropout, Flatten, Linear, MaxPool2d
+from .layers_extra import (
+    AvgPool1d,
+    Bilinear,
+    CircularPad1d,
+    CircularPad2d,
+    ConstantPad1d,
+    ConstantPad2d,
+    CosineSimilarity,
+    Dropout1d,
+    Dropout2d,
+    InstanceNorm1d,
+    InstanceNorm2d,
+    MaxPool1d,
+    PairwiseDistance,
+    PixelShuffle,
+    PixelUnshuffle,
+    ReflectionPad1d,
+    ReflectionPad2d,
+    ReplicationPad1d,
+    ReplicationPad2d,
+    Unflatten,
+    Upsample,
+    UpsamplingBilinear2d,
+    UpsamplingNearest2d,
+    ZeroPad1d,
+    ZeroPad2d,
+)
 from .layers_more import Conv1d, ConvTranspose1d, ConvTranspose2d, GroupNorm, RMSNorm
 from .loss import (
     BCELoss,
     BCEWithLogitsLoss,
+    CosineEmbeddingLoss,
     CrossEntropyLoss,
+    HingeEmbeddingLoss,
     HuberLoss,
     KLDivLoss,
     L1Loss,
+    MarginRankingLoss,
     MSELoss,
     NLLLoss,
     SmoothL1Loss,
+    SoftMarginLoss,
+    TripletMarginLoss,
 )
 from .module import Module, Parameter
 from .normalization import BatchNorm1d, BatchNorm2d
@@ -52,4 +101,13 @@ __all__ = ["AdaptiveAvgPool2d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "Ba
            "HuberLoss", "KLDivLoss", "SmoothL1Loss", "GPT", "GRU", "GRUCell", "LSTM", "LSTMCell",
            "RNN", "RNNBase", "RNNCell", "RNNCellBase", "MultiheadAttention", "Transformer",
            "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder",
-           "TransformerEncoderLayer"]
+           "TransformerEncoderLayer",
+           "CELU", "GLU", "SELU", "Hardshrink", "Hardsigmoid", "Hardswish", "Mish", "PReLU",
+           "ReLU6", "Softmax2d", "Softmin", "Softshrink", "Softsign", "Tanhshrink", "Threshold",
+           "AvgPool1d", "Bilinear", "CircularPad1d", "CircularPad2d", "ConstantPad1d",
+           "ConstantPad2d", "CosineSimilarity", "Dropout1d", "Dropout2d", "InstanceNorm1d",
+           "InstanceNorm2d", "MaxPool1d", "PairwiseDistance", "PixelShuffle", "PixelUnshuffle",
+           "ReflectionPad1d", "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d",
+           "Unflatten", "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d", "ZeroPad1d",
+           "ZeroPad2d", "CosineEmbeddingLoss", "HingeEmbeddingLoss", "MarginRankingLoss",
+           "SoftMarginLoss", "TripletMarginLoss"]

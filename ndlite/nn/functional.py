@@ -5,6 +5,23 @@ backend and differentiates twice.
 """
 
 from ..ops.activation import dropout, gelu, leaky_relu, log_softmax, softmax
+from ..ops.activations_more import (
+    celu,
+    glu,
+    hardshrink,
+    hardsigmoid,
+    hardswish,
+    mish,
+    pairwise_distance,
+    prelu,
+    relu6,
+    selu,
+    softmin,
+    softshrink,
+    softsign,
+    tanhshrink,
+    threshold,
+)
 from ..ops.conv import conv2d
 from ..ops.conv_more import conv1d, conv_transpose1d, conv_transpose2d
 from ..ops.linalg import linear
@@ -19,6 +36,21 @@ from ..ops.loss import (
 from ..ops.losses_more import cosine_similarity, huber_loss, kl_div, smooth_l1_loss
 from ..ops.math import elu, hardtanh, logsigmoid, silu, softplus
 from ..ops.movement import flatten
+from ..ops.nn_more import (
+    avg_pool1d,
+    bilinear,
+    cosine_embedding_loss,
+    dropout1d,
+    dropout2d,
+    hinge_embedding_loss,
+    instance_norm,
+    margin_ranking_loss,
+    max_pool1d,
+    pixel_shuffle,
+    pixel_unshuffle,
+    soft_margin_loss,
+    triplet_margin_loss,
+)
 from ..ops.normalization import batch_norm
 from ..ops.norms import group_norm, rms_norm
 from ..ops.pool import adaptive_avg_pool2d, avg_pool2d, max_pool2d
@@ -36,4 +68,10 @@ __all__ = ["adaptive_avg_pool2d", "avg_pool2d", "batch_norm", "binary_cross_entr
            "interpolate", "normalize", "embedding", "layer_norm",
            "scaled_dot_product_attention", "fold", "unfold", "cosine_similarity", "huber_loss",
            "kl_div", "smooth_l1_loss", "conv1d", "conv_transpose1d", "conv_transpose2d",
-           "group_norm", "rms_norm", "multi_head_attention_forward"]
+           "group_norm", "rms_norm", "multi_head_attention_forward",
+           "celu", "glu", "hardshrink", "hardsigmoid", "hardswish", "mish", "pairwise_distance",
+           "prelu", "relu6", "selu", "softmin", "softshrink", "softsign", "tanhshrink",
+           "threshold", "avg_pool1d", "bilinear", "cosine_embedding_loss", "dropout1d",
+           "dropout2d", "hinge_embedding_loss", "instance_norm", "margin_ranking_loss",
+           "max_pool1d", "pixel_shuffle", "pixel_unshuffle", "soft_margin_loss",
+           "triplet_margin_loss"]

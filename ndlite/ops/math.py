@@ -159,10 +159,12 @@ def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
 
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
              inplace: bool = False) -> Tensor:
-    """x clamped to [min_val, max_val]."""
+    """x clamped to [min_val, max_val]; its gradient is 1 strictly inside only, 0 at the
+    bounds (PyTorch's hardtanh, where clamp's is 1 there too)."""
     if min_val > max_val:
         raise ValueError(f"hardtanh: min_val {min_val} is above max_val {max_val}")
-    return _float(input, "hardtanh").clamp(min_val, max_val)
+    x = _float(input, "hardtanh")
+    return where(x <= min_val, min_val, where(x >= max_val, max_val, x))
 
 
 def logsigmoid(input: Tensor) -> Tensor:

@@ -1,0 +1,178 @@
+"""More of `torch.nn.functional`, composed from registered ops: pixel (un)shuffle, channel
+dropout, instance norm, 1-D pooling, the bilinear form, and the margin and embedding losses.
+Every backend runs them and differentiates them to any order.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+from ..creation import generator
+from ..dtypes import is_floating
+from ..errors import DTypeError, ShapeError
+from ..tensor import Tensor
+from .activations_more import pairwise_distance
+from .einsum import einsum
+from .elementwise import where
+from .losses_more import _reduce, cosine_similarity
+from .math import softplus
+from .norms import group_norm
+from .pool import avg_pool2d, max_pool2d
+
+
+def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
+    """(*, C r^2, H, W) -> (*, C, H r, W r): sub-pixel convolution's rearrangement.
+
+    >>> import ndlite
+    >>> ndlite.nn.functional.pixel_shuffle(ndlite.ones(1, 8, 2, 3), 2).shape
+    (1, 2, 4, 6)
+    """
+    r = int(upscale_factor)
+    if input.ndim < 3 or r < 1 or input.shape[-3] % (r * r):
+        raise ShapeError(f"pixel_shuffle: input of shape {input.shape} needs (*, C r^2, H, W) "
+                         f"channels divisible by {r}^2")
+    *lead, c, h, w = input.shape
+    x = input.reshape(*lead, c // (r * r), r, r, h, w)
+    n = len(lead)
+    x = x.permute(*range(n), n, n + 3, n + 1, n + 4, n + 2)
+    return x.reshape(*lead, c // (r * r), h * r, w * r)
+
+
+def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
+    """(*, C, H r, W r) -> (*, C r^2, H, W), pixel_shuffle's inverse."""
+    r = int(downscale_factor)
+    if input.ndim < 3 or r < 1 or input.shape[-2] % r or input.shape[-1] % r:
+        raise ShapeError(f"pixel_unshuffle: input of shape {input.shape} needs H and W "
+                         f"divisible by {r}")
+    *lead, c, h, w = input.shape
+    x = input.reshape(*lead, c, h // r, r, w // r, r)
+    n = len(lead)
+    x = x.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)
+    return x.reshape(*lead, c * r * r, h // r, w // r)
+
+
+def _channel_dropout(input: Tensor, p: float, training: bool, spatial: int, op: str) -> Tensor:
+    """Whole channels zeroed with probability p (the rest scaled by 1 / (1 - p)): inputs
+    (N, C, *spatial) or (C, *spatial), one mask value per channel, drawn where the data lives
+    from one seed of ndlite's generator (as dropout)."""
+    if not is_floating(input.dtype):
+        raise DTypeError(f"{op}: expected a floating input, got {input.dtype}")
+    if not isinstance(p, numbers.Real) or not 0.0 <= p <= 1.0:
+        raise ValueError(f"{op}: probability must be between 0 and 1, got {p!r}")
+    if input.ndim not in (spatial + 1, spatial + 2):
+        raise ShapeError(f"{op}: expected a {spatial + 1}-D or {spatial + 2}-D input, got "
+                         f"shape {input.shape}")
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        return input * 0.0
+    channels = input.shape[:input.ndim - spatial]
+    b, seed = input._backend, int(generator().integers(0, 2**63))
+    mask = b.dropout_mask(channels + (1,) * spatial, float(p), seed, input.dtype)
+    return input * Tensor._make(mask, b)
+
+
+def dropout1d(input: Tensor, p: float = 0.5, training: bool = True,
+              inplace: bool = False) -> Tensor:
+    """Channel dropout for (N, C, L) or (C, L) inputs."""
+    return _channel_dropout(input, p, training, 1, "dropout1d")
+
+
+def dropout2d(input: Tensor, p: float = 0.5, training: bool = True,
+              inplace: bool = False) -> Tensor:
+    """Channel dropout for (N, C, H, W) or (C, H, W) inputs.
+
+    >>> import ndlite
+    >>> ndlite.nn.functional.dropout2d(ndlite.ones(1, 2, 2, 2), training=False).sum().item()
+    8.0
+    """
+    return _channel_dropout(input, p, training, 2, "dropout2d")
+
+
+def instance_norm(input: Tensor, running_mean=None, running_var=None, weight=None, bias=None,
+                  use_input_stats: bool = True, momentum: float = 0.1,
+                  eps: float = 1e-5) -> Tensor:
+    """Each (sample, channel) normalized over its spatial dims (biased variance), then
+    * weight + bias per channel: group_norm with a group per channel. Running statistics
+    (track_running_stats) are not kept: pass None."""
+    if running_mean is not None or running_var is not None or not use_input_stats:
+        raise NotImplementedError("instance_norm: running statistics (track_running_stats) "
+                                  "are not implemented; normalize with the input's own")
+    if input.ndim < 3:
+        raise ShapeError(f"instance_norm: expected (N, C, ...) input, got {input.shape}")
+    return group_norm(input, input.shape[1], weight, bias, eps)
+
+
+def max_pool1d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
+               ceil_mode: bool = False, return_indices: bool = False):
+    """Max over each window of (N, C, L) or (C, L) input (max_pool2d on a height of 1)."""
+    if return_indices:
+        raise NotImplementedError("max_pool1d: return_indices is not implemented")
+    one = lambda v: (1, v if isinstance(v, int) else v[0])  # noqa: E731
+    out = max_pool2d(input.unsqueeze(-2), one(kernel_size),
+                     None if stride is None else one(stride), (0, _first(padding)),
+                     (1, _first(dilation)), ceil_mode)
+    return out.squeeze(-2)
+
+
+def avg_pool1d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+               count_include_pad: bool = True) -> Tensor:
+    """Mean over each window of (N, C, L) or (C, L) input."""
+    one = lambda v: (1, v if isinstance(v, int) else v[0])  # noqa: E731
+    out = avg_pool2d(input.unsqueeze(-2), one(kernel_size),
+                     None if stride is None else one(stride), (0, _first(padding)), ceil_mode,
+                     count_include_pad)
+    return out.squeeze(-2)
+
+
+def _first(v) -> int:
+    return v if isinstance(v, int) else v[0]
+
+
+def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None):
+    """x1^T A_k x2 + b_k for each output k: weight (out, in1, in2)."""
+    out = einsum("...i,oij,...j->...o", input1, weight, input2)
+    return out if bias is None else out + bias
+
+
+def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
+                        reduction: str = "mean") -> Tensor:
+    """max(0, -target * (input1 - input2) + margin)."""
+    loss = (-target * (input1 - input2) + margin).clamp(min=0.0)
+    return _reduce(loss, reduction, "margin_ranking_loss")
+
+
+def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0,
+                         reduction: str = "mean") -> Tensor:
+    """x where target is 1, max(0, margin - x) where it is -1."""
+    loss = where(target == 1, input, 0.0) + where(target == -1, (margin - input).clamp(min=0.0),
+                                                  0.0)
+    return _reduce(loss, reduction, "hinge_embedding_loss")
+
+
+def soft_margin_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+    """log(1 + exp(-target * input)), as softplus."""
+    return _reduce(softplus(-target * input), reduction, "soft_margin_loss")
+
+
+def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
+                          reduction: str = "mean") -> Tensor:
+    """1 - cos(x1, x2) where target is 1, max(0, cos(x1, x2) - margin) where it is -1."""
+    cos = cosine_similarity(input1, input2, -1, 1e-8)
+    loss = where(target == 1, 1.0 - cos, 0.0) + where(target == -1,
+                                                      (cos - margin).clamp(min=0.0), 0.0)
+    return _reduce(loss, reduction, "cosine_embedding_loss")
+
+
+def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, margin: float = 1.0,
+                        p: float = 2.0, eps: float = 1e-6, swap: bool = False,
+                        reduction: str = "mean") -> Tensor:
+    """max(0, d(a, p) - d(a, n) + margin) with d the pairwise p-distance (`swap`: the
+    smaller of d(a, n) and d(p, n))."""
+    d_pos = pairwise_distance(anchor, positive, p, eps)
+    d_neg = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_swap = pairwise_distance(positive, negative, p, eps)
+        d_neg = where(d_swap < d_neg, d_swap, d_neg)
+    loss = (d_pos - d_neg + margin).clamp(min=0.0)
+    return _reduce(loss, reduction, "triplet_margin_loss")
