@@ -1,14 +1,13 @@
-"""Learning-rate schedules with PyTorch's names and closed forms: StepLR, MultiStepLR,
-ExponentialLR, CosineAnnealingLR, LambdaLR, LinearLR, OneCycleLR, SequentialLR, and
-ReduceLROnPlateau (which steps on a metric). Call `scheduler.step()` once per epoch (per batch
-for OneCycleLR), after the optimizer's steps."""
+"""The closed-form learning-rate schedules (and ReduceLROnPlateau, which steps on a metric):
+StepLR, MultiStepLR, ExponentialLR, CosineAnnealingLR, LambdaLR, LinearLR, OneCycleLR and
+SequentialLR, each computing an epoch's rate from base_lr."""
 
 from __future__ import annotations
 
 import bisect
 import math
 
-from .optimizer import Optimizer
+from ..optimizer import Optimizer
 
 
 class _SchedulerState:
