@@ -41,8 +41,9 @@ def test_warm_restarts_follow_sgdr():
         return out
 
     for t_0, t_mult, eta_min in ((5, 1, 0.01), (3, 2, 0.0)):
-        got = [lr for lr, _ in _rates(lambda o: L.CosineAnnealingWarmRestarts(
-            o, T_0=t_0, T_mult=t_mult, eta_min=eta_min), 25)]
+        got = [lr for lr, _ in _rates(lambda o, a=t_0, m=t_mult, e=eta_min:
+                                      L.CosineAnnealingWarmRestarts(o, T_0=a, T_mult=m,
+                                                                    eta_min=e), 25)]
         assert got == pytest.approx(sgdr(t_0, t_mult, eta_min, 25), abs=1e-12)
     # a fractional epoch: 3 + 6 = 9 epochs end the first two cycles of 3 * 2 ** n
     got = _rates(lambda o: L.CosineAnnealingWarmRestarts(o, T_0=3, T_mult=2), 3,
