@@ -69,10 +69,17 @@ def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None,
 @autocast_op("cosine_similarity")  # outside widened: float32 in a region
 @widened
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
-    """x1 . x2 / max(||x1|| ||x2||, eps) along dim."""
-    dot = sum(x1 * x2, dim)
-    norms = vector_norm(x1, 2, dim) * vector_norm(x2, 2, dim)
-    return dot / norms.clamp(min=eps)
+    """sum(x1 / max(||x1||, eps) * x2 / max(||x2||, eps)) along dim, as PyTorch 2 computes
+    it: each norm clamped for its value only (the gradient flows as if unclamped), so a zero
+    vector gives PyTorch's finite gradient, not NaN."""
+    n1, n2 = vector_norm(x1, 2, dim, True), vector_norm(x2, 2, dim, True)
+    return sum(x1 / _floor(n1, eps) * (x2 / _floor(n2, eps)), dim)
+
+
+def _floor(n: Tensor, eps: float) -> Tensor:
+    """max(n, eps) in value, n in gradient (PyTorch clamps the norms under no_grad)."""
+    held = n.detach()
+    return n - held + held.clamp(min=eps)
 
 
 declare("smooth_l1_loss", Spec(REGRESSION_LOSS, kinks="pair"), smooth_l1_loss)

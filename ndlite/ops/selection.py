@@ -296,7 +296,7 @@ def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, dtype=None) -
         x = x.to(dtype)
     a = x.abs()
     if ord == 2:
-        return sum(x * x, dim, keepdim).sqrt()
+        return _root(sum(x * x, dim, keepdim), 2)
     if ord == 1:
         return sum(a, dim, keepdim)
     if ord == float("inf"):
@@ -305,7 +305,15 @@ def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, dtype=None) -
         return amin(a, dim, keepdim)
     if ord == 0:
         return sum((x != 0).to(x.dtype), dim, keepdim)
-    return sum(a ** ord, dim, keepdim) ** (1.0 / ord)
+    return _root(sum(a ** ord, dim, keepdim), ord)
+
+
+def _root(total: Tensor, p) -> Tensor:
+    """total ** (1 / p), with PyTorch's subgradient 0 where total is 0 (the norm of a zero
+    vector), where the chain rule through the root gives 0 * inf = NaN; NaN stays NaN."""
+    some = total != 0
+    safe = where(some, total, 1.0)
+    return where(some, safe.sqrt() if p == 2 else safe ** (1.0 / p), 0.0)
 
 
 def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:

@@ -58,6 +58,27 @@ def test_std_of_equal_values_has_zero_gradient(backend):
     assert x.grad.tolist() == [0.0, 0.0, 0.0]
 
 
+def test_norms_of_zero_vectors_have_pytorchs_finite_gradients(backend):
+    # the chain rule through sqrt gave 0 * inf = NaN here, and so did normalize and
+    # cosine_similarity of a zero row (a padding embedding's); PyTorch's values
+    x = ndlite.tensor([[0.0, 0.0], [3.0, 4.0]], requires_grad=True, backend=backend)
+    ndlite.linalg.vector_norm(x, dim=1).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [[0.0, 0.0], [0.6, 0.8]], rtol=1e-6)
+    for ord in (2, 3):
+        z = ndlite.zeros(3, requires_grad=True, backend=backend)
+        ndlite.linalg.vector_norm(z, ord=ord).backward()
+        assert z.grad.tolist() == [0.0, 0.0, 0.0]
+    z = ndlite.zeros(2, requires_grad=True, backend=backend)
+    F.normalize(z, dim=0).sum().backward()
+    np.testing.assert_allclose(z.grad.numpy(), [1e12, 1e12], rtol=1e-6)
+    a = ndlite.zeros(1, 3, requires_grad=True, backend=backend)
+    b = ndlite.ones(1, 3, backend=backend)
+    F.cosine_similarity(a, b).sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), np.full((1, 3), 1e8 / math.sqrt(3)), rtol=1e-5)
+    nan = ndlite.tensor([float("nan"), 1.0], backend=backend)
+    assert math.isnan(ndlite.linalg.vector_norm(nan).item())
+
+
 def test_pow_at_zero_with_a_tensor_exponent(backend):
     x = ndlite.tensor([0.0, 2.0, 0.0], requires_grad=True, backend=backend)
     y = ndlite.tensor([2.0, 0.0, 0.0], requires_grad=True, backend=backend)
