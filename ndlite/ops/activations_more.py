@@ -37,8 +37,10 @@ def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
 
 
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
-    """x * relu6(x + 3) / 6 (MobileNetV3's activation)."""
-    inside = input * (input + 3.0) / 6.0
+    """x * relu6(x + 3) / 6 (MobileNetV3's activation). The quadratic piece is computed on x
+    held inside (-3, 3), so an infinite x gets the gradient 1 (or 0), not 0 * inf = NaN."""
+    held = where((input <= -3.0).logical_or(input >= 3.0), 0.0, input)  # (NaN stays NaN)
+    inside = held * (held + 3.0) / 6.0
     return where(input <= -3.0, 0.0, where(input >= 3.0, input, inside))
 
 
@@ -70,18 +72,19 @@ def tanhshrink(input: Tensor) -> Tensor:
 
 
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
-    """x - lambd above lambd, x + lambd below -lambd, 0 between."""
-    return where(input > lambd, input - lambd, where(input < -lambd, input + lambd, 0.0))
+    """x - lambd above lambd, x + lambd below -lambd, 0 between (NaN stays NaN)."""
+    between = (input >= -lambd).logical_and(input <= lambd)
+    return where(between, 0.0, where(input > lambd, input - lambd, input + lambd))
 
 
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
-    """x where |x| > lambd, else 0."""
-    return where((input > lambd).logical_or(input < -lambd), input, 0.0)
+    """x where |x| > lambd, else 0 (NaN stays NaN)."""
+    return where((input >= -lambd).logical_and(input <= lambd), 0.0, input)
 
 
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
-    """x where x > threshold, else `value`."""
-    return where(input > threshold, input, value)
+    """x where x > threshold, else `value` (NaN stays NaN, as PyTorch's)."""
+    return where(input <= threshold, value, input)
 
 
 def glu(input: Tensor, dim: int = -1) -> Tensor:

@@ -73,6 +73,19 @@ def test_the_gradient_at_the_kinks_is_pytorchs():
         np.testing.assert_allclose(x.grad.numpy(), expected)
 
 
+def test_nan_stays_nan_and_infinities_get_finite_gradients():
+    # a `where` whose other branch took NaN swallowed it (0 for softshrink, hardshrink,
+    # hardswish; the fill value for threshold), and hardswish's quadratic piece gave
+    # 0 * inf = NaN as the gradient of an infinite x; PyTorch's values
+    nan, inf = float("nan"), float("inf")
+    for fn in (F.softshrink, F.hardshrink, F.hardswish, F.hardsigmoid, F.relu6,
+               lambda t: F.threshold(t, 0.5, -7.0), lambda t: F.prelu(t, _t([0.25]))):
+        assert np.isnan(fn(_t([nan])).item())
+    x = _t([inf, 5.0, -2.0], grad=True)
+    F.hardswish(x).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [1.0, 1.0, -1 / 6])
+
+
 def test_prelu_per_channel_and_shared_and_learned():
     w = np.linspace(0.1, 0.8, 8)
     _close(F.prelu(_t(X), _t(w)), np.where(X > 0, X, w.reshape(1, 8, 1, 1) * X))
