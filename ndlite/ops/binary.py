@@ -268,7 +268,7 @@ class Clamp(Op):
 
 @implements(Clamp)
 def clamp(x: Tensor, min=None, max=None) -> Tensor:  # noqa: A002 - torch's names
-    """x limited to [min, max]; bounds may be numbers or tensors (then it is maximum/minimum).
+    """x limited to [min, max]; bounds may be numbers or tensors.
 
     >>> import ndlite
     >>> ndlite.tensor([-2.0, 0.5, 3.0]).clamp(-1, 1).tolist()
@@ -277,8 +277,14 @@ def clamp(x: Tensor, min=None, max=None) -> Tensor:  # noqa: A002 - torch's name
     if min is None and max is None:
         raise ValueError("clamp: at least one of min and max must be given")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
-        out = x if min is None else maximum(x, min)
-        return out if max is None else minimum(out, max)
+        # PyTorch's rule: x where min <= x <= max (its gradient to x, ties included), a bound
+        # where x passes it (or the bound is NaN), max where min > max
+        out = x
+        if min is not None:
+            out = where(logical_or(out < min, ne(min, min)), min, out)
+        if max is not None:
+            out = where(logical_or(out > max, ne(max, max)), max, out)
+        return out
     params = {}
     if min is not None:
         params["min"] = min

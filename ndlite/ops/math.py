@@ -85,6 +85,7 @@ isfinite = _function(define("isfinite", lambda b, x: b.math("isfinite", x), spec
 def _atan2_grad(node, grad):
     y, x = node.saved
     r2 = x * x + y * y
+    r2 = where(r2 == 0, 1.0, r2)  # at the origin x and y are 0: PyTorch's gradient 0, not NaN
     gy = unbroadcast(grad * x / r2, node.shapes[0]) if node.next[0] is not None else None
     gx = unbroadcast(-grad * y / r2, node.shapes[1]) if node.next[1] is not None else None
     return gy, gx

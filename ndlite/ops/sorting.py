@@ -16,6 +16,7 @@ from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 from .autocast import autocast_op
 from .dispatch import unary
+from .elementwise import where
 from .gather import gather
 from .join import narrow
 from .movement import reshape, squeeze
@@ -112,9 +113,20 @@ def _reverse_cumsum(grad: Tensor, axis: int) -> Tensor:
 
 
 def _cumprod_grad(node, grad):
-    # sum over j >= i of grad_j * out_j / x_i (x without zeros: the spec keeps away from 0)
+    """sum over j >= i of grad_j * d out_j / d x_i, zeros included (PyTorch's): before the
+    first zero of a line, sum_j grad_j * out_j / x_i; at the first zero, the same sum with
+    that zero read as 1 (the products of the others); after it, 0. Dividing by x alone gave
+    0 / 0 = NaN at every zero (prod of a row with a zero, too)."""
     axis = node.params["axis"]
-    return _reverse_cumsum(grad * node.output(), axis) / node.saved[0]
+    x, out = node.saved[0], node.output()
+    zero = x == 0
+    seen = zero.to(x.dtype).cumsum(axis)  # zeros up to and including each position
+    before = seen == 0
+    first = zero.logical_and(seen == 1)
+    safe = where(zero, 1.0, x)
+    plain = _reverse_cumsum(grad * out, axis) / safe
+    at_first = _reverse_cumsum(grad * where(first, 1.0, x).cumprod(axis), axis)
+    return where(before, plain, where(first, at_first, 0.0))
 
 
 Cumsum = define("cumsum", lambda b, x, axis: b.cumulative("cumsum", x, axis),
@@ -150,7 +162,7 @@ def cumsum(input: Tensor, dim: int, dtype=None) -> Tensor:
 
 @implements(Cumprod)
 def cumprod(input: Tensor, dim: int, dtype=None) -> Tensor:
-    """Running products along `dim` (its gradient divides by the input: no zeros)."""
+    """Running products along `dim` (its gradient is PyTorch's where the input has zeros)."""
     return _scan(Cumprod, input, dim, dtype)
 
 

@@ -79,6 +79,35 @@ def test_norms_of_zero_vectors_have_pytorchs_finite_gradients(backend):
     assert math.isnan(ndlite.linalg.vector_norm(nan).item())
 
 
+def test_products_with_zeros_have_pytorchs_gradients(backend):
+    # cumprod's backward divided by x: 0 / 0 = NaN at every zero, and prod is a cumprod
+    x = ndlite.tensor([[0.0, 2.0, 3.0, 0.0], [1.0, 0.0, 2.0, 4.0], [1.0, 2.0, 3.0, 4.0]],
+                      requires_grad=True, backend=backend)
+    x.prod(1).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [[0, 0, 0, 0], [0, 8, 0, 0], [24, 12, 8, 6]])
+    y = ndlite.tensor([2.0, 0.0, 3.0, 5.0], requires_grad=True, backend=backend)
+    y.cumprod(0).backward(ndlite.tensor([1.0, 10.0, 100.0, 1000.0], backend=backend))
+    # d/dy0 = 1 (the zero stops the rest); d/dy1 = 2*10 + 2*3*100 + 2*3*5*1000; then 0
+    np.testing.assert_allclose(y.grad.numpy(), [1.0, 30620.0, 0.0, 0.0])
+
+
+def test_atan2_at_the_origin_and_clamp_to_tensor_bounds_are_pytorchs(backend):
+    y = ndlite.tensor([0.0, 1.0], requires_grad=True, backend=backend)
+    x = ndlite.tensor([0.0, 1.0], requires_grad=True, backend=backend)
+    ndlite.atan2(y, x).sum().backward()
+    np.testing.assert_allclose(y.grad.numpy(), [0.0, 0.5])
+    np.testing.assert_allclose(x.grad.numpy(), [0.0, -0.5])
+    # a tie goes to x (maximum split it in halves), and min > max gives max
+    x = ndlite.tensor([1.0, 2.0, 5.0], requires_grad=True, backend=backend)
+    lo = ndlite.tensor([2.0, 2.0, 4.0], requires_grad=True, backend=backend)
+    hi = ndlite.tensor([3.0, 3.0, 3.5], requires_grad=True, backend=backend)
+    out = x.clamp(lo, hi)
+    assert out.tolist() == [2.0, 2.0, 3.5]
+    out.backward(ndlite.tensor([1.0, 2.0, 3.0], backend=backend))
+    assert (x.grad.tolist(), lo.grad.tolist(), hi.grad.tolist()) == \
+        ([0.0, 2.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 3.0])
+
+
 def test_pow_at_zero_with_a_tensor_exponent(backend):
     x = ndlite.tensor([0.0, 2.0, 0.0], requires_grad=True, backend=backend)
     y = ndlite.tensor([2.0, 0.0, 0.0], requires_grad=True, backend=backend)
