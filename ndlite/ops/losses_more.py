@@ -39,7 +39,9 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None
     a = d.abs()
     if beta == 0:
         return _reduce(a, reduction, "smooth_l1_loss")
-    return _reduce(where(a < beta, d * d * (0.5 / beta), a - 0.5 * beta), reduction,
+    near = a < beta
+    held = where(near, d, 0.0)  # the square on |d| < beta only: an infinite d gets +-1, not NaN
+    return _reduce(where(near, held * held * (0.5 / beta), a - 0.5 * beta), reduction,
                    "smooth_l1_loss")
 
 
@@ -49,7 +51,9 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean",
     """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta)."""
     d = _difference(input, target, "huber_loss")
     a = d.abs()
-    return _reduce(where(a < delta, d * d * 0.5, (a - 0.5 * delta) * delta), reduction,
+    near = a < delta
+    held = where(near, d, 0.0)  # (as smooth_l1_loss: no 0 * inf in the unused square)
+    return _reduce(where(near, held * held * 0.5, (a - 0.5 * delta) * delta), reduction,
                    "huber_loss")
 
 

@@ -33,7 +33,8 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
               max_norm=None, norm_type: float = 2.0, scale_grad_by_freq: bool = False,
               sparse: bool = False) -> Tensor:
     """Rows of `weight` (num_embeddings, dim) at the integer indices `input`: shape
-    input.shape + (dim,). Indices are checked; rows at padding_idx get no gradient.
+    input.shape + (dim,). Indices are checked; the row at padding_idx is returned as it is
+    (nn.Embedding starts it at zeros) and gets no gradient, as PyTorch's.
 
     >>> import ndlite
     >>> w = ndlite.arange(6.0).reshape(3, 2)
@@ -62,7 +63,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
         check(input._backend.to_numpy(input._data))
     rows = select_rows(weight, flat)
     if padding_idx is not None:
-        rows = where(reshape(flat == padding_idx % n, (-1, 1)), 0.0, rows)
+        rows = where(reshape(flat == padding_idx % n, (-1, 1)), rows.detach(), rows)
     return reshape(rows, input.shape + (weight.shape[1],))
 
 
@@ -212,7 +213,10 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
                 scores = masked_fill(scores, ~attn_mask, float("-inf"))
             else:
                 scores = scores + attn_mask
-        weights = softmax(scores, dim=-1)
+        # a row that attends nowhere (every score -inf: a padded query) gives 0 and passes no
+        # gradient, as PyTorch's safe softmax: its 0 / 0 = NaN spread into every gradient
+        dead = (scores == float("-inf")).all(-1, keepdim=True)
+        weights = where(dead, 0.0, softmax(where(dead, 0.0, scores), dim=-1))
     if dropout_p > 0:
         weights = dropout(weights, dropout_p)
     return matmul(weights, value)

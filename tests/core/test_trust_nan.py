@@ -108,6 +108,36 @@ def test_atan2_at_the_origin_and_clamp_to_tensor_bounds_are_pytorchs(backend):
         ([0.0, 2.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 3.0])
 
 
+def test_a_query_that_attends_nowhere_gives_zeros_not_nan_everywhere(backend):
+    # PyTorch's safe softmax: a row whose mask is all False (a padded query) outputs 0 and
+    # passes no gradient; its 0 / 0 = NaN had spread into every gradient of q, k and v
+    q = ndlite.tensor(np.arange(12.0).reshape(1, 3, 4) / 10, requires_grad=True,
+                      backend=backend)
+    mask = ndlite.tensor([[True, False, False], [True, True, False], [False, False, False]],
+                         backend=backend)
+    out = F.scaled_dot_product_attention(q, q, q, attn_mask=mask)
+    assert out.detach().numpy()[0, 2].tolist() == [0.0, 0.0, 0.0, 0.0]
+    out.sum().backward()
+    assert np.isfinite(q.grad.numpy()).all()
+    np.testing.assert_allclose(out.detach().numpy()[0, 0], q.detach().numpy()[0, 0], rtol=1e-6)
+
+
+def test_embedding_padding_row_is_returned_and_gets_no_gradient(backend):
+    w = ndlite.tensor(np.arange(6.0).reshape(3, 2), requires_grad=True, backend=backend)
+    out = F.embedding(ndlite.tensor([1, 0, 1], backend=backend), w, padding_idx=1)
+    assert out.tolist() == [[2.0, 3.0], [0.0, 1.0], [2.0, 3.0]]  # PyTorch: the row as it is
+    out.sum().backward()
+    assert w.grad.tolist() == [[1.0, 1.0], [0.0, 0.0], [0.0, 0.0]]
+
+
+def test_regression_losses_of_infinite_inputs_have_finite_gradients(backend):
+    x = ndlite.tensor([float("inf"), -float("inf"), 0.5], requires_grad=True, backend=backend)
+    for loss in (F.huber_loss, F.smooth_l1_loss):
+        x.grad = None
+        loss(x, ndlite.zeros(3, backend=backend), reduction="sum").backward()
+        assert x.grad.tolist() == [1.0, -1.0, 0.5]
+
+
 def test_pow_at_zero_with_a_tensor_exponent(backend):
     x = ndlite.tensor([0.0, 2.0, 0.0], requires_grad=True, backend=backend)
     y = ndlite.tensor([2.0, 0.0, 0.0], requires_grad=True, backend=backend)
