@@ -19,14 +19,14 @@ class Adam(Optimizer):
     decoupled = False
 
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.0, amsgrad: bool = False):
+                 weight_decay: float = 0.0, amsgrad: bool = False, **options):
         if lr < 0 or eps < 0 or weight_decay < 0:
             raise ValueError(f"{type(self).__name__}: lr, eps and weight_decay must be "
                              f"non-negative, got lr={lr}, eps={eps}, weight_decay={weight_decay}")
         if not (0 <= betas[0] < 1 and 0 <= betas[1] < 1):
             raise ValueError(f"{type(self).__name__}: betas must be in [0, 1), got {betas}")
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
-                                      weight_decay=weight_decay, amsgrad=amsgrad))
+                                      weight_decay=weight_decay, amsgrad=amsgrad), **options)
 
     def _bind(self, group):
         """The fused step of one parameter with `group`'s settings bound."""
@@ -71,5 +71,5 @@ class AdamW(Adam):
     decoupled = True
 
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 1e-2, amsgrad: bool = False):
-        super().__init__(params, lr, betas, eps, weight_decay, amsgrad)
+                 weight_decay: float = 1e-2, amsgrad: bool = False, **options):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, **options)

@@ -31,12 +31,12 @@ class Adagrad(Optimizer):
 
     def __init__(self, params, lr: float = 1e-2, lr_decay: float = 0.0,
                  weight_decay: float = 0.0, initial_accumulator_value: float = 0.0,
-                 eps: float = 1e-10):
+                 eps: float = 1e-10, **options):
         _check("Adagrad", lr=lr, lr_decay=lr_decay, weight_decay=weight_decay, eps=eps,
                initial_accumulator_value=initial_accumulator_value)
         super().__init__(params, dict(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
                                       initial_accumulator_value=initial_accumulator_value,
-                                      eps=eps))
+                                      eps=eps), **options)
 
     def update(self, param, grad, state, group):
         if "sum" not in state:
@@ -54,11 +54,12 @@ class Adadelta(Optimizer):
     u = rho u + (1 - rho) delta^2; p -= lr delta."""
 
     def __init__(self, params, lr: float = 1.0, rho: float = 0.9, eps: float = 1e-6,
-                 weight_decay: float = 0.0):
+                 weight_decay: float = 0.0, **options):
         _check("Adadelta", lr=lr, eps=eps, weight_decay=weight_decay)
         if not 0 <= rho <= 1:
             raise ValueError(f"Adadelta: rho must be in [0, 1], got {rho}")
-        super().__init__(params, dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay))
+        super().__init__(params, dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay),
+                         **options)
 
     def update(self, param, grad, state, group):
         square_avg = self.buffer(state, "square_avg", param)
@@ -77,11 +78,11 @@ class Adamax(Optimizer):
     """m = b1 m + (1 - b1) g; u = max(b2 u, |g| + eps); p -= lr / (1 - b1^t) * m / u."""
 
     def __init__(self, params, lr: float = 2e-3, betas=(0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.0):
+                 weight_decay: float = 0.0, **options):
         _check("Adamax", lr=lr, eps=eps, weight_decay=weight_decay)
         _betas("Adamax", betas)
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
-                                      weight_decay=weight_decay))
+                                      weight_decay=weight_decay), **options)
 
     def update(self, param, grad, state, group):
         exp_avg = self.buffer(state, "exp_avg", param)
@@ -101,13 +102,13 @@ class NAdam(Optimizer):
 
     def __init__(self, params, lr: float = 2e-3, betas=(0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.0, momentum_decay: float = 4e-3,
-                 decoupled_weight_decay: bool = False):
+                 decoupled_weight_decay: bool = False, **options):
         _check("NAdam", lr=lr, eps=eps, weight_decay=weight_decay,
                momentum_decay=momentum_decay)
         _betas("NAdam", betas)
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
                                       weight_decay=weight_decay, momentum_decay=momentum_decay,
-                                      decoupled_weight_decay=decoupled_weight_decay))
+                                      decoupled_weight_decay=decoupled_weight_decay), **options)
 
     def update(self, param, grad, state, group):
         exp_avg = self.buffer(state, "exp_avg", param)

@@ -19,10 +19,19 @@ from ..tensor import Tensor
 
 class Optimizer:
     """Base class: `Optimizer(params, defaults)`, params an iterable of tensors or of dicts
-    (parameter groups with their own hyperparameters)."""
+    (parameter groups with their own hyperparameters). Every optimizer also takes PyTorch's
+    `maximize` (ascend) and accepts its implementation switches `foreach`, `fused` and
+    `capturable` (ndlite chooses its fused steps itself)."""
 
-    def __init__(self, params, defaults: dict):
-        self.defaults = dict(defaults)
+    def __init__(self, params, defaults: dict, *, maximize: bool = False, foreach=None,
+                 fused=None, capturable: bool = False, differentiable: bool = False):
+        # PyTorch's implementation switches: ndlite picks its fused and multi-parameter steps
+        # itself (foreach, fused), and a captured step (ndlite.cuda.capture) replays any
+        # optimizer (capturable); a differentiable step it does not have
+        if differentiable:
+            raise NotImplementedError(f"{type(self).__name__}: differentiable=True is not "
+                                      "supported: ndlite's steps record no graph")
+        self.defaults = dict(defaults, maximize=bool(maximize))
         self.state: dict[int, dict] = {}
         self.param_groups: list[dict] = []
         params = list(params)
@@ -76,6 +85,7 @@ class Optimizer:
             for group in self.param_groups:
                 # the group's settings read once per step, not once per parameter
                 update = self.group_update(group)
+                maximize = group.get("maximize", False)  # ascend: the negated gradient
                 batch = getattr(update, "batch", None)  # all of them in one backend call
                 todo = []
                 for p in group["params"]:
@@ -84,6 +94,8 @@ class Optimizer:
                         continue
                     if grad._backend is not p._backend or grad._data.dtype != p._data.dtype:
                         grad = grad.to(p._backend, p._data.dtype)
+                    if maximize:
+                        grad = -grad
                     entry = state.get(id(p))
                     if entry is None:
                         entry = state[id(p)] = {}

@@ -17,12 +17,13 @@ class RMSprop(Optimizer):
     """
 
     def __init__(self, params, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
-                 weight_decay: float = 0.0, momentum: float = 0.0, centered: bool = False):
+                 weight_decay: float = 0.0, momentum: float = 0.0, centered: bool = False,
+                 **options):
         if lr < 0 or eps < 0 or momentum < 0 or weight_decay < 0 or not 0 <= alpha:
             raise ValueError(f"RMSprop: invalid hyperparameters lr={lr}, alpha={alpha}, "
                              f"eps={eps}, momentum={momentum}, weight_decay={weight_decay}")
         super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
-                                      momentum=momentum, centered=centered))
+                                      momentum=momentum, centered=centered), **options)
 
     def _bind(self, group):
         """The fused step of one parameter with `group`'s settings bound."""

@@ -18,14 +18,14 @@ class SGD(Optimizer):
     """
 
     def __init__(self, params, lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
-                 weight_decay: float = 0.0, nesterov: bool = False):
+                 weight_decay: float = 0.0, nesterov: bool = False, **options):
         if lr < 0 or momentum < 0 or weight_decay < 0:
             raise ValueError(f"SGD: lr, momentum and weight_decay must be non-negative, got "
                              f"lr={lr}, momentum={momentum}, weight_decay={weight_decay}")
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("SGD: nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
-                                      weight_decay=weight_decay, nesterov=nesterov))
+                                      weight_decay=weight_decay, nesterov=nesterov), **options)
 
     def _bind(self, group):
         """The fused step of one parameter with `group`'s settings bound."""

@@ -3,6 +3,7 @@ PyTorch 2.13 to rounding; here against hand-computed first steps and closed form
 
 import math
 
+import numpy as np
 import pytest
 
 import ndlite
@@ -57,3 +58,29 @@ def test_schedulers_closed_forms():
     assert one[-1] < 1e-3
     plateau = _lrs(lambda o: S.ReduceLROnPlateau(o, patience=1), 5, metrics=[3, 3, 3, 3, 3])
     assert plateau == pytest.approx([1.0, 1.0, 1.0, 0.1, 0.1])
+
+
+@pytest.mark.parametrize("name,kw", [
+    ("SGD", {"lr": 0.1, "momentum": 0.9, "nesterov": True}), ("Adam", {"amsgrad": True}),
+    ("AdamW", {}), ("RMSprop", {"centered": True, "momentum": 0.5}), ("Adagrad", {}),
+    ("Adadelta", {}), ("Adamax", {}), ("NAdam", {"weight_decay": 0.1}),
+])
+def test_maximize_steps_as_descent_on_the_negated_gradient(name, kw):
+    """PyTorch's maximize=True: each step is the plain step with -grad (bit for bit), and the
+    implementation switches foreach / fused / capturable are accepted."""
+    rng = np.random.default_rng(0)
+    start, grads = rng.standard_normal(5), [rng.standard_normal(5) for _ in range(4)]
+    runs = []
+    for maximize in (True, False):
+        p = ndlite.nn.Parameter(ndlite.tensor(start))
+        opt = getattr(ndlite.optim, name)([p], maximize=maximize, foreach=None, fused=None,
+                                          capturable=False, **kw)
+        for g in grads:
+            p.grad = ndlite.tensor(g if maximize else -g)
+            opt.step()
+        runs.append(p.detach().numpy().copy())
+    np.testing.assert_array_equal(runs[0], runs[1])
+    assert not np.array_equal(runs[0], start)
+    with pytest.raises(NotImplementedError, match="differentiable=True"):
+        getattr(ndlite.optim, name)([ndlite.nn.Parameter(ndlite.zeros(1))],
+                                    differentiable=True, **kw)
