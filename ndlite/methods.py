@@ -177,9 +177,8 @@ METHODS = {
     "__neg__": _u.neg, "__abs__": _u.abs, "__pos__": lambda x: x,
     "__eq__": _b.eq, "__ne__": _b.ne, "__lt__": _b.lt, "__le__": _b.le, "__gt__": _b.gt,
     "__ge__": _b.ge,
-    "__and__": _b.logical_and, "__rand__": _b.logical_and, "__or__": _b.logical_or,
-    "__ror__": _b.logical_or, "__xor__": _b.logical_xor, "__rxor__": _b.logical_xor,
-    "__invert__": _b.logical_not,
+    "__and__": _b.and_, "__rand__": _b.and_, "__or__": _b.or_, "__ror__": _b.or_,
+    "__xor__": _b.xor_, "__rxor__": _b.xor_, "__invert__": _b.invert,
     "__iadd__": _ip.add_, "__isub__": _ip.sub_, "__imul__": _ip.mul_, "__itruediv__": _ip.div_,
     "__getitem__": _i.getitem, "__setitem__": _i.setitem,
     # elementwise

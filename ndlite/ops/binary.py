@@ -210,31 +210,53 @@ def _logical_operands(op, a, b):
     for t in (a, b):
         if isinstance(t, Tensor) and t.dtype is not bool_:
             raise DTypeError(f"{op}: needs bool tensors, got {t.dtype} (shape {t.shape}); "
-                             "compare first, e.g. (x > 0) & (y > 0)")
+                             "compare first, e.g. (x > 0) & (y > 0), or call logical_and "
+                             "and the like (they read nonzero as true; ndlite has no bitwise "
+                             "ops)")
+
+
+def _truth(t):
+    """t as PyTorch's logical functions read it: any dtype, nonzero (or NaN) true."""
+    return ne(t, 0) if isinstance(t, Tensor) and t.dtype is not bool_ else t
 
 
 def logical_and(a, b) -> Tensor:
-    """a & b on bool tensors."""
-    _logical_operands("logical_and", a, b)
-    return binary(Mul, a, b)
+    """a and b elementwise, as bool (any dtype: nonzero is true)."""
+    return binary(Mul, _truth(a), _truth(b))
 
 
 def logical_or(a, b) -> Tensor:
-    """a | b on bool tensors."""
-    _logical_operands("logical_or", a, b)
-    return binary(Maximum, a, b)
+    """a or b elementwise, as bool (any dtype: nonzero is true)."""
+    return binary(Maximum, _truth(a), _truth(b))
 
 
 def logical_xor(a, b) -> Tensor:
-    """a ^ b on bool tensors."""
-    _logical_operands("logical_xor", a, b)
-    return binary(Ne, a, b)
+    """a xor b elementwise, as bool (any dtype: nonzero is true)."""
+    return binary(Ne, _truth(a), _truth(b))
 
 
 def logical_not(a) -> Tensor:
-    """~a on a bool tensor."""
-    _logical_operands("logical_not", a, None)
-    return binary(Eq, a, False)
+    """not a elementwise, as bool (any dtype: zero is false)."""
+    return binary(Eq, _truth(a), False)
+
+
+def _bool_operator(fn, name: str):
+    """The operator `name` (&, |, ^, ~) as `fn` on bool tensors; on integers PyTorch's
+    operators are bitwise, which ndlite does not have, so they refuse rather than compute the
+    logical result."""
+
+    def operator(a, b=None):
+        _logical_operands(name, a, b)
+        return fn(a) if b is None else fn(a, b)
+
+    operator.__name__ = name
+    return operator
+
+
+and_ = _bool_operator(logical_and, "&")
+or_ = _bool_operator(logical_or, "|")
+xor_ = _bool_operator(logical_xor, "^")
+invert = _bool_operator(logical_not, "~")
 
 
 # ---- clamp ------------------------------------------------------------------------------------

@@ -129,8 +129,11 @@ def _count(x: Tensor, axes: tuple) -> int:
 
 
 @widened
-def mean(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
-    """Mean over `dim` (all dims by default); floating tensors only, as in PyTorch."""
+def mean(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
+    """Mean over `dim` (all dims by default); floating tensors only, as in PyTorch (`dtype`
+    casts the input first, integers too)."""
+    if dtype is not None:
+        x = x.to(dtype)
     if not is_floating(x.dtype):
         raise DTypeError(f"mean: needs a floating tensor, got {x.dtype} (shape {x.shape}); "
                          "use .float() first")

@@ -64,8 +64,15 @@ def test_dtype_errors():
         ndlite.tensor(np.zeros(2, np.uint8))
     with pytest.raises(DTypeError, match="complex64"):
         ndlite.tensor(np.zeros(2, np.complex64))
-    with pytest.raises(DTypeError, match="logical_and: needs bool"):
+    with pytest.raises(DTypeError, match="&: needs bool"):
         ndlite.ones(2) & ndlite.ones(2)
+    with pytest.raises(DTypeError, match="~: needs bool"):
+        ~ndlite.tensor([1, 2])
+    # the named functions read any dtype as PyTorch's do: nonzero is true
+    assert ndlite.logical_and(ndlite.tensor([0, 1, 2]), ndlite.tensor([1.0, 0.0, 3.0])).tolist() \
+        == [False, False, True]
+    assert ndlite.tensor([0.0, 2.0]).logical_not().tolist() == [True, False]
+    assert ndlite.tensor([1, 2]).mean(dtype=ndlite.float64).item() == 1.5
     with pytest.raises(DTypeError, match="negative integer powers"):
         ndlite.tensor([2]) ** -1
     with pytest.raises(DTypeError, match="where: condition must be a bool"):

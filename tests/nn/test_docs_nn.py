@@ -9,7 +9,9 @@ MODULES = [
     "ndlite.nn.module", "ndlite.nn.layers", "ndlite.nn.container", "ndlite.nn.init",
     "ndlite.nn.loss", "ndlite.nn.normalization", "ndlite.nn.models", "ndlite.ops.conv",
     "ndlite.ops.pool", "ndlite.ops.activation", "ndlite.ops.loss", "ndlite.optim.sgd",
-    "ndlite.optim.rmsprop", "ndlite.optim.adam", "ndlite.optim.lr_scheduler",
+    "ndlite.optim.rmsprop", "ndlite.optim.adam", "ndlite.optim.lr_scheduler.closed_form",
+    "ndlite.optim.lr_scheduler.more", "ndlite.ops.composite", "ndlite.ops.activations_more",
+    "ndlite.ops.nn_more", "ndlite.nn.activations_more", "ndlite.nn.layers_extra",
     "ndlite.data.dataset", "ndlite.data.dataloader", "ndlite.data.mnist",
     "ndlite.serialization",
 ]
