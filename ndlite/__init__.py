@@ -119,6 +119,21 @@ from .ops.composite import (
     unbind,
     vstack,
 )
+from .ops.composite_more import (
+    bincount,
+    bucketize,
+    cdist,
+    cross,
+    diff,
+    index_add,
+    index_fill,
+    kron,
+    movedim,
+    searchsorted,
+    tensordot,
+    unique,
+)
+from .ops.composite_more import movedim as moveaxis
 from .ops.einsum import einsum
 from .ops.elementwise import clone, where
 from .ops.gather import gather, index_select, scatter_add, take

@@ -18,6 +18,7 @@ from .ops import activation as _act
 from .ops import binary as _b
 from .ops import cast as _c
 from .ops import composite as _cp
+from .ops import composite_more as _cm
 from .ops import elementwise as _e
 from .ops import gather as _g
 from .ops import indexing as _i
@@ -234,6 +235,14 @@ METHODS = {
     "clamp_min_": _ipm.clamp_min_, "clamp_max_": _ipm.clamp_max_,
     "nan_to_num_": _ipm.nan_to_num_,
     "element_size": lambda self: self._data.dtype.itemsize,
+    **{name: getattr(_cm, name) for name in (
+        "movedim", "diff", "cross", "kron", "unfold", "index_add", "index_fill", "unique",
+        "bincount")},
+    "moveaxis": _cm.movedim,
+    "index_add_": lambda self, dim, index, source, *, alpha=1: _i.copy_(
+        self, _cm.index_add(self, dim, index, source, alpha=alpha)),
+    "index_fill_": lambda self, dim, index, value: _i.copy_(
+        self, _cm.index_fill(self, dim, index, value)),
     "__format__": _format,
     "__floordiv__": _rd.floor_divide, "__rfloordiv__": lambda a, b: _rd.floor_divide(b, a),
     "__mod__": _rd.remainder, "__rmod__": lambda a, b: _rd.remainder(b, a),
