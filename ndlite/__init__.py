@@ -139,6 +139,7 @@ from .ops.elementwise import clone, where
 from .ops.gather import gather, index_select, scatter_add, take
 from .ops.join import cat, chunk, concatenate, narrow, pad, split, stack
 from .ops.linalg import bmm, dot, matmul, mm
+from .ops.losses_more import cosine_similarity
 from .ops.math import (
     acos,
     arccos,
@@ -191,6 +192,24 @@ from .ops.reduce import (
     std,
     sum,
     var,
+)
+from .ops.reductions_more import (
+    aminmax,
+    atleast_1d,
+    atleast_2d,
+    atleast_3d,
+    broadcast_tensors,
+    column_stack,
+    count_nonzero,
+    dstack,
+    histc,
+    mv,
+    nanmean,
+    nansum,
+    quantile,
+    std_mean,
+    var_mean,
+    vdot,
 )
 from .ops.rounding import (
     ceil,

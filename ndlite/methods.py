@@ -29,6 +29,7 @@ from .ops import linalg as _l
 from .ops import math as _mt
 from .ops import movement as _m
 from .ops import reduce as _r
+from .ops import reductions_more as _rm
 from .ops import rounding as _rd
 from .ops import selection as _sl
 from .ops import sorting as _so
@@ -239,6 +240,8 @@ METHODS = {
         "movedim", "diff", "cross", "kron", "unfold", "index_add", "index_fill", "unique",
         "bincount")},
     "moveaxis": _cm.movedim,
+    **{name: getattr(_rm, name) for name in (
+        "nansum", "nanmean", "count_nonzero", "aminmax", "quantile", "histc")},
     "index_add_": lambda self, dim, index, source, *, alpha=1: _i.copy_(
         self, _cm.index_add(self, dim, index, source, alpha=alpha)),
     "index_fill_": lambda self, dim, index, value: _i.copy_(

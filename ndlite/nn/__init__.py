@@ -35,8 +35,10 @@ from .containers_more import (
 from .gpt import GPT
 from .layers import AdaptiveAvgPool2d, AvgPool2d, Conv2d, Dropout, Flatten, Linear, MaxPool2d
 from .layers_extra import (
+    AdaptiveMaxPool2d,
     AvgPool1d,
     Bilinear,
+    ChannelShuffle,
     CircularPad1d,
     CircularPad2d,
     ConstantPad1d,
@@ -44,6 +46,7 @@ from .layers_extra import (
     CosineSimilarity,
     Dropout1d,
     Dropout2d,
+    Fold,
     InstanceNorm1d,
     InstanceNorm2d,
     MaxPool1d,
@@ -55,6 +58,7 @@ from .layers_extra import (
     ReplicationPad1d,
     ReplicationPad2d,
     Unflatten,
+    Unfold,
     Upsample,
     UpsamplingBilinear2d,
     UpsamplingNearest2d,
@@ -110,4 +114,5 @@ __all__ = ["AdaptiveAvgPool2d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "Ba
            "ReflectionPad1d", "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d",
            "Unflatten", "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d", "ZeroPad1d",
            "ZeroPad2d", "CosineEmbeddingLoss", "HingeEmbeddingLoss", "MarginRankingLoss",
-           "SoftMarginLoss", "TripletMarginLoss"]
+           "SoftMarginLoss", "TripletMarginLoss", "AdaptiveMaxPool2d", "ChannelShuffle",
+           "Fold", "Unfold"]

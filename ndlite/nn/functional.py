@@ -37,11 +37,14 @@ from ..ops.losses_more import cosine_similarity, huber_loss, kl_div, smooth_l1_l
 from ..ops.math import elu, hardtanh, logsigmoid, silu, softplus
 from ..ops.movement import flatten
 from ..ops.nn_more import (
+    adaptive_max_pool2d,
     avg_pool1d,
     bilinear,
+    channel_shuffle,
     cosine_embedding_loss,
     dropout1d,
     dropout2d,
+    gumbel_softmax,
     hinge_embedding_loss,
     instance_norm,
     margin_ranking_loss,
@@ -74,4 +77,4 @@ __all__ = ["adaptive_avg_pool2d", "avg_pool2d", "batch_norm", "binary_cross_entr
            "threshold", "avg_pool1d", "bilinear", "cosine_embedding_loss", "dropout1d",
            "dropout2d", "hinge_embedding_loss", "instance_norm", "margin_ranking_loss",
            "max_pool1d", "pixel_shuffle", "pixel_unshuffle", "soft_margin_loss",
-           "triplet_margin_loss"]
+           "triplet_margin_loss", "adaptive_max_pool2d", "channel_shuffle", "gumbel_softmax"]

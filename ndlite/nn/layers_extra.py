@@ -1,8 +1,9 @@
-"""More of PyTorch's layers, each over a function of `ndlite.nn.functional`: PixelShuffle and
-PixelUnshuffle, Upsample (and UpsamplingNearest2d / UpsamplingBilinear2d), Unflatten, the
-padding layers (ZeroPad, ConstantPad, ReflectionPad, ReplicationPad, CircularPad in 1-D and
-2-D), Dropout1d / Dropout2d, InstanceNorm1d / InstanceNorm2d, MaxPool1d, AvgPool1d,
-CosineSimilarity, PairwiseDistance and Bilinear."""
+"""More of PyTorch's layers, each over a function of `ndlite.nn.functional`: PixelShuffle,
+PixelUnshuffle, ChannelShuffle, Fold and Unfold, AdaptiveMaxPool2d, Upsample (and
+UpsamplingNearest2d / UpsamplingBilinear2d), Unflatten, the padding layers (ZeroPad,
+ConstantPad, ReflectionPad, ReplicationPad, CircularPad in 1-D and 2-D), Dropout1d / Dropout2d,
+InstanceNorm1d / InstanceNorm2d, MaxPool1d, AvgPool1d, CosineSimilarity, PairwiseDistance and
+Bilinear."""
 
 from __future__ import annotations
 
@@ -265,3 +266,55 @@ class Bilinear(Module):
     def extra_repr(self) -> str:
         return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
                 f"out_features={self.out_features}, bias={self.bias is not None}")
+
+
+class ChannelShuffle(Module):
+    """The channels interleaved across `groups` groups (ShuffleNet)."""
+
+    def __init__(self, groups: int):
+        super().__init__()
+        self.groups = groups
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.channel_shuffle(input, self.groups)
+
+    def extra_repr(self) -> str:
+        return f"groups={self.groups}"
+
+
+class Unfold(Module):
+    """`functional.unfold` (im2col) as a layer."""
+
+    def __init__(self, kernel_size, dilation=1, padding=0, stride=1):
+        super().__init__()
+        self.kernel_size, self.dilation = kernel_size, dilation
+        self.padding, self.stride = padding, stride
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.unfold(input, self.kernel_size, self.dilation, self.padding, self.stride)
+
+
+class Fold(Unfold):
+    """`functional.fold` (col2im) as a layer."""
+
+    def __init__(self, output_size, kernel_size, dilation=1, padding=0, stride=1):
+        super().__init__(kernel_size, dilation, padding, stride)
+        self.output_size = output_size
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.fold(input, self.output_size, self.kernel_size, self.dilation, self.padding,
+                      self.stride)
+
+
+class AdaptiveMaxPool2d(Module):
+    """`functional.adaptive_max_pool2d` as a layer."""
+
+    def __init__(self, output_size, return_indices: bool = False):
+        super().__init__()
+        self.output_size, self.return_indices = output_size, return_indices
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"

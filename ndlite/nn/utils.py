@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+from ..errors import ShapeError
 from ..graph import no_grad
 from ..ops.join import cat, stack
 from ..ops.selection import vector_norm
@@ -52,6 +53,24 @@ def clip_grad_value_(parameters, clip_value: float, foreach=None) -> None:
 def parameters_to_vector(parameters) -> Tensor:
     """All parameters flattened into one vector."""
     return cat([p.reshape(-1) for p in parameters])
+
+
+def vector_to_parameters(vec: Tensor, parameters) -> None:
+    """The slices of the 1-D `vec` written into `parameters` in turn (parameters_to_vector's
+    inverse), in place and outside the graph."""
+    if vec.ndim != 1:
+        raise ShapeError(f"vector_to_parameters: expected a 1-D vector, got shape {vec.shape}")
+    params = list(parameters)
+    total = sum(p.numel() for p in params)
+    if total != vec.shape[0]:
+        raise ShapeError(f"vector_to_parameters: {vec.shape[0]} values for parameters of "
+                         f"{total} elements")
+    start = 0
+    with no_grad():
+        for p in params:
+            n = p.numel()
+            p.copy_(vec[start:start + n].reshape(p.shape))
+            start += n
 
 
 def get_total_norm(tensors, norm_type: float = 2.0) -> Tensor:

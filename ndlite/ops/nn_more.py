@@ -7,17 +7,21 @@ from __future__ import annotations
 
 import numbers
 
-from ..creation import generator
+from ..creation import generator, rand_like
 from ..dtypes import is_floating
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
+from .activation import softmax
 from .activations_more import pairwise_distance
 from .einsum import einsum
 from .elementwise import where
+from .join import cat
 from .losses_more import _reduce, cosine_similarity
 from .math import softplus
 from .norms import group_norm
 from .pool import avg_pool2d, max_pool2d
+from .reduce import amax
+from .selection import one_hot
 
 
 def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
@@ -176,3 +180,53 @@ def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, marg
         d_neg = where(d_swap < d_neg, d_swap, d_neg)
     loss = (d_pos - d_neg + margin).clamp(min=0.0)
     return _reduce(loss, reduction, "triplet_margin_loss")
+
+
+def channel_shuffle(input: Tensor, groups: int) -> Tensor:
+    """The channels of (N, C, *) in `groups` groups interleaved (ShuffleNet):
+    (N, g, C / g, *) -> (N, C / g, g, *)."""
+    if input.ndim < 3 or groups <= 0 or input.shape[1] % groups:
+        raise ShapeError(f"channel_shuffle: {groups} groups for input of shape {input.shape}")
+    n, c, *rest = input.shape
+    x = input.reshape(n, groups, c // groups, *rest).transpose(1, 2)
+    return x.reshape(n, c, *rest)
+
+
+def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False) -> Tensor:
+    """Max over each of output_size windows of (N, C, H, W) or (C, H, W): window i spans rows
+    floor(i H / oh) to ceil((i + 1) H / oh), as PyTorch's; max_pool2d where they tile."""
+    if return_indices:
+        raise NotImplementedError("adaptive_max_pool2d: return_indices is not implemented")
+    if input.ndim not in (3, 4):
+        raise ShapeError(f"adaptive_max_pool2d: expected a 3-D or 4-D input, got shape "
+                         f"{input.shape}")
+    size = (output_size, output_size) if isinstance(output_size, int) else tuple(output_size)
+    h, w = input.shape[-2:]
+    oh, ow = (h if size[0] is None else size[0], w if size[1] is None else size[1])
+    if oh <= 0 or ow <= 0:
+        raise ShapeError(f"adaptive_max_pool2d: output size must be positive, got {(oh, ow)}")
+    if h % oh == 0 and w % ow == 0:
+        return max_pool2d(input, (h // oh, w // ow))
+    rows = []
+    for i in range(oh):
+        r0, r1 = (i * h) // oh, -((-(i + 1) * h) // oh)
+        cells = [amax(input[..., r0:r1, (j * w) // ow:-((-(j + 1) * w) // ow)], (-2, -1), True)
+                 for j in range(ow)]
+        rows.append(cat(cells, -1))
+    return cat(rows, -2)
+
+
+def gumbel_softmax(logits: Tensor, tau: float = 1.0, hard: bool = False, eps: float = 1e-10,
+                   dim: int = -1) -> Tensor:
+    """softmax((logits + g) / tau) with Gumbel(0, 1) noise g drawn from ndlite's generator; with
+    `hard`, the one-hot of its argmax in the forward and the soft sample's gradient
+    (straight-through)."""
+    exponential = -rand_like(logits).clamp(min=eps).log()  # Exp(1) from U in [0, 1)
+    gumbels = -exponential.log()
+    soft = softmax((logits + gumbels) / tau, dim)
+    if not hard:
+        return soft
+    index = soft.argmax(dim)
+    axis = dim % logits.ndim
+    onehot = one_hot(index, logits.shape[axis]).to(soft.dtype).movedim(-1, axis)
+    return onehot - soft.detach() + soft

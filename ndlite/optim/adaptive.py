@@ -1,9 +1,11 @@
-"""Adagrad, Adadelta, Adamax and NAdam with PyTorch's update rules (its documentation's
+"""Adagrad, Adadelta, Adamax, NAdam and RAdam with PyTorch's update rules (its documentation's
 algorithms, the defaults of its single-tensor path). These are composed from tensor ops on
 every backend (no fused kernel: they are rarer than SGD and Adam); the step runs under
 no_grad and writes parameters and state in place."""
 
 from __future__ import annotations
+
+import math
 
 from .optimizer import Optimizer
 
@@ -130,4 +132,42 @@ class NAdam(Optimizer):
         param.sub_(exp_avg / denom * (lr * mu_next / (1 - mu_product * mu_next)))
 
 
-__all__ = ["Adadelta", "Adagrad", "Adamax", "NAdam"]
+class RAdam(Optimizer):
+    """Adam with the variance of its adaptive rate rectified (Liu et al. 2020): while
+    rho_t = rho_inf - 2 t b2^t / (1 - b2^t) is at most 5 the step is momentum SGD with the
+    bias-corrected first moment, after that Adam's step times the rectification term."""
+
+    def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.0, decoupled_weight_decay: bool = False, **options):
+        _check("RAdam", lr=lr, eps=eps, weight_decay=weight_decay)
+        _betas("RAdam", betas)
+        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
+                                      weight_decay=weight_decay,
+                                      decoupled_weight_decay=decoupled_weight_decay), **options)
+
+    def update(self, param, grad, state, group):
+        exp_avg = self.buffer(state, "exp_avg", param)
+        exp_avg_sq = self.buffer(state, "exp_avg_sq", param)
+        state["step"] = step = state.get("step", 0) + 1
+        lr, (beta1, beta2) = group["lr"], group["betas"]
+        if group["weight_decay"]:
+            if group["decoupled_weight_decay"]:
+                param.mul_(1 - lr * group["weight_decay"])
+            else:
+                grad = grad + param * group["weight_decay"]
+        exp_avg.copy_(exp_avg * beta1 + grad * (1 - beta1))
+        exp_avg_sq.copy_(exp_avg_sq * beta2 + grad * grad * (1 - beta2))
+        correction1, correction2 = 1 - beta1 ** step, 1 - beta2 ** step
+        corrected = exp_avg / correction1
+        rho_inf = 2 / (1 - beta2) - 1
+        rho = rho_inf - 2 * step * beta2 ** step / correction2
+        if rho > 5.0:
+            rect = math.sqrt((rho - 4) * (rho - 2) * rho_inf /
+                             ((rho_inf - 4) * (rho_inf - 2) * rho))
+            adaptive = math.sqrt(correction2) / (exp_avg_sq.sqrt() + group["eps"])
+            param.sub_(corrected * lr * adaptive * rect)
+        else:
+            param.sub_(corrected * lr)
+
+
+__all__ = ["Adadelta", "Adagrad", "Adamax", "NAdam", "RAdam"]

@@ -110,3 +110,45 @@ def test_errors_name_the_op():
     with pytest.raises(ndlite.ShapeError, match="index_add: index of shape"):
         b.index_add_(0, ndlite.tensor([0, 1]), ndlite.ones(3, 4))
     np.testing.assert_array_equal(b.numpy(), A)  # a failed in-place op changes nothing
+
+
+def test_reductions_and_shape_helpers_against_numpy(backend):
+    n = A.copy()
+    n[1, 2] = np.nan
+    t = _t(n, backend)
+    _close(ndlite.nansum(t, 1), np.nansum(n, 1))
+    _close(t.nanmean(0), np.nanmean(n, 0))
+    assert ndlite.count_nonzero(_t([[0, 1, 2], [0, 0, 3]], backend, ndlite.int64),
+                                dim=1).tolist() == [2, 1]
+    low, high = ndlite.aminmax(_t(A, backend), dim=1)
+    _close(low, A.min(1))
+    _close(high, A.max(1))
+    v, m = ndlite.var_mean(_t(A, backend), 1, unbiased=False)
+    _close(v, A.var(1))
+    _close(m, A.mean(1))
+    for q, kw in ((0.3, {}), (0.3, {"dim": 1}), (0.375, {"dim": 0, "interpolation": "nearest"}),
+                  (0.4, {"dim": 1, "interpolation": "midpoint"})):
+        np_kw = {"axis": kw.get("dim"), "method": kw.get("interpolation", "linear")}
+        _close(ndlite.quantile(_t(A, backend), q, **kw), np.quantile(A, q, **np_kw))
+    qs = _t([0.25, 0.75], backend)
+    _close(ndlite.quantile(_t(A, backend), qs, dim=1, keepdim=True),
+           np.quantile(A, [0.25, 0.75], axis=1, keepdims=True))
+    counts = ndlite.histc(_t(A, backend), bins=4, min=-1, max=1)
+    _close(counts, np.histogram(A, bins=4, range=(-1, 1))[0])
+    assert [x.shape for x in ndlite.broadcast_tensors(_t(A[:, :1], backend),
+                                                      _t(A[0], backend))] == [(3, 4), (3, 4)]
+    assert ndlite.atleast_3d(_t(A[0], backend)).shape == (1, 4, 1)
+    _close(ndlite.dstack([_t(A, backend)] * 2), np.dstack([A, A]))
+    _close(ndlite.column_stack([_t(A[0], backend), _t(A[1], backend)]),
+           np.column_stack([A[0], A[1]]))
+    _close(ndlite.mv(_t(A, backend), _t(A[0], backend)), A @ A[0])
+    _close(ndlite.vdot(_t(A[0], backend), _t(A[1], backend)), A[0] @ A[1])
+
+
+@pytest.mark.parametrize("name,fn", [
+    ("quantile", lambda t: ndlite.quantile(t[0], ndlite.tensor([0.2, 0.9]), dim=1)),
+    ("nanmean", lambda t: ndlite.nanmean(t[0], 0)),
+    ("std_mean", lambda t: ndlite.std_mean(t[0], 1)[0] * ndlite.std_mean(t[0], 1)[1]),
+])
+def test_reduction_gradients_against_finite_differences(name, fn):
+    gradcheck(fn, [R.standard_normal((3, 5))], [0], name=name)

@@ -183,3 +183,41 @@ def test_bilinear_against_numpy_and_finite_differences():
               [0, 1, 2, 3], name="bilinear")
     layer = nn.Bilinear(6, 5, 3)
     assert layer(_t(V, "numpy").float(), _t(V2[:, :5], "numpy").float()).shape == (4, 3)
+
+
+def test_shuffle_fold_and_adaptive_max_pool_against_numpy(backend):
+    x = ndlite.tensor(X, dtype=ndlite.float32, backend=backend)
+    expected = X.reshape(2, 2, 4, 5, 6).transpose(0, 2, 1, 3, 4).reshape(2, 8, 5, 6)
+    _close(nn.ChannelShuffle(2)(x), expected)
+    ones = ndlite.ones(1, 1, 5, 6, backend=backend)
+    counts = nn.Fold((5, 6), 2)(nn.Unfold(2)(ones)).numpy()[0, 0]  # windows over each pixel
+    assert counts[0, 0] == 1 and counts[2, 3] == 4 and counts[4, 5] == 1
+    # windows floor(i H / oh) .. ceil((i + 1) H / oh): (0-3, 2-5) rows, (0-2, 2-4, 4-6) cols
+    rows, cols = [(0, 3), (2, 5)], [(0, 2), (2, 4), (4, 6)]
+    pooled = np.array([[X[..., r0:r1, c0:c1].max((-2, -1)) for c0, c1 in cols]
+                       for r0, r1 in rows]).transpose(2, 3, 0, 1)
+    _close(nn.AdaptiveMaxPool2d((2, 3))(x), pooled)
+    _close(F.adaptive_max_pool2d(x, 1), X.max((2, 3), keepdims=True))
+
+
+def test_adaptive_max_pool_gradient_and_gumbel_softmax():
+    gradcheck(lambda t: F.adaptive_max_pool2d(t[0], (2, 3)), [R.standard_normal((1, 2, 5, 7))],
+              [0], name="adaptive_max_pool2d")
+    ndlite.manual_seed(0)
+    logits = ndlite.tensor(R.standard_normal((6, 5)), requires_grad=True)
+    soft = F.gumbel_softmax(logits, tau=0.5)
+    np.testing.assert_allclose(soft.detach().numpy().sum(-1), 1.0)
+    hard = F.gumbel_softmax(logits, hard=True)
+    values = hard.detach().numpy()
+    assert set(values.ravel().tolist()) == {0.0, 1.0} and (values.sum(-1) == 1).all()
+    (hard * ndlite.arange(5.0)).sum().backward()  # straight through: the soft gradient
+    assert np.abs(logits.grad.numpy()).sum() > 0
+
+
+def test_vector_to_parameters_inverts_parameters_to_vector():
+    layer = nn.Linear(3, 2)
+    vec = ndlite.arange(8.0)
+    nn.utils.vector_to_parameters(vec, layer.parameters())
+    assert nn.utils.parameters_to_vector(layer.parameters()).tolist() == vec.tolist()
+    with pytest.raises(ndlite.ShapeError, match="vector_to_parameters: 7 values"):
+        nn.utils.vector_to_parameters(ndlite.arange(7.0), layer.parameters())
