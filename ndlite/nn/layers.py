@@ -10,6 +10,8 @@ from . import functional as F
 from .init import default_layer_init_
 from .module import Module, Parameter
 
+_PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
+
 
 def _empty(*shape, dtype=None, backend=None) -> Tensor:
     return empty(*shape, dtype=dtype, backend=backend)
@@ -23,9 +25,10 @@ class Linear(Module):
     (5, 2)
     """
 
-    def __init__(self, in_features: int, out_features: int, bias: bool = True, dtype=None,
-                 backend=None):
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, device=None,
+                 dtype=None, backend=None):
         super().__init__()
+        backend = backend if backend is not None else device
         self.in_features, self.out_features = in_features, out_features
         self.weight = Parameter(_empty(out_features, in_features, dtype=dtype, backend=backend))
         self.bias = Parameter(_empty(out_features, dtype=dtype, backend=backend)) if bias \
@@ -44,7 +47,9 @@ class Linear(Module):
 
 
 class Conv2d(Module):
-    """2-D convolution layer, weight (out_channels, in_channels / groups, kh, kw).
+    """2-D convolution layer, weight (out_channels, in_channels / groups, kh, kw); padding
+    an int, a pair, 'same' or 'valid', with padding_mode 'zeros', 'reflect', 'replicate' or
+    'circular'.
 
     >>> import ndlite
     >>> ndlite.nn.Conv2d(1, 4, 3, padding="same")(ndlite.ones(2, 1, 5, 5)).shape
@@ -52,11 +57,20 @@ class Conv2d(Module):
     """
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
-                 dilation=1, groups: int = 1, bias: bool = True, dtype=None, backend=None):
+                 dilation=1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
+                 device=None, dtype=None, backend=None):
         super().__init__()
+        backend = backend if backend is not None else device
         if groups <= 0 or in_channels % groups or out_channels % groups:
             raise ValueError(f"Conv2d: in_channels ({in_channels}) and out_channels "
                              f"({out_channels}) must be divisible by groups ({groups})")
+        if padding_mode not in _PADDING_MODES:
+            raise ValueError(f"Conv2d: padding_mode must be one of {_PADDING_MODES}, got "
+                             f"{padding_mode!r}")
+        if padding == "same" and pair(stride, "stride", "Conv2d") != (1, 1):
+            raise ValueError("Conv2d: padding='same' is not supported for strided "
+                             "convolutions")
+        self.padding_mode = padding_mode
         self.in_channels, self.out_channels = in_channels, out_channels
         self.kernel_size = pair(kernel_size, "kernel_size", "Conv2d")
         self.stride = pair(stride, "stride", "Conv2d")
@@ -73,15 +87,32 @@ class Conv2d(Module):
     def reset_parameters(self) -> None:
         default_layer_init_(self.weight, self.bias)
 
+    def _padded(self, input: Tensor) -> tuple:
+        """(input, padding) for the convolution: with a padding_mode other than zeros, the
+        input padded that way first and the convolution's own padding 0."""
+        if self.padding_mode == "zeros":
+            return input, self.padding
+        if self.padding == "valid":
+            return input, 0
+        if self.padding == "same":
+            totals = [d * (k - 1) for d, k in zip(self.dilation, self.kernel_size)]
+            widths = (totals[1] // 2, totals[1] - totals[1] // 2,
+                      totals[0] // 2, totals[0] - totals[0] // 2)
+        else:
+            widths = (self.padding[1], self.padding[1], self.padding[0], self.padding[0])
+        return F.pad(input, widths, mode=self.padding_mode), 0
+
     def forward(self, input: Tensor) -> Tensor:
-        return F.conv2d(input, self.weight, self.bias, self.stride, self.padding,
-                        self.dilation, self.groups)
+        input, padding = self._padded(input)
+        return F.conv2d(input, self.weight, self.bias, self.stride, padding, self.dilation,
+                        self.groups)
 
     def forward_relu(self, input: Tensor) -> Tensor:
         """relu(self(input)) as one op (ops/conv.py conv2d_relu; the layer has a bias): what a
         Sequential runs for this layer and the ReLU after it."""
-        return conv2d_relu(input, self.weight, self.bias, self.stride, self.padding,
-                           self.dilation, self.groups)
+        input, padding = self._padded(input)
+        return conv2d_relu(input, self.weight, self.bias, self.stride, padding, self.dilation,
+                           self.groups)
 
     def extra_repr(self) -> str:
         s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
@@ -95,6 +126,8 @@ class Conv2d(Module):
             s += f", groups={self.groups}"
         if self.bias is None:
             s += ", bias=False"
+        if self.padding_mode != "zeros":
+            s += f", padding_mode={self.padding_mode!r}"
         return s
 
 

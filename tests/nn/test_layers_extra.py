@@ -221,3 +221,23 @@ def test_vector_to_parameters_inverts_parameters_to_vector():
     assert nn.utils.parameters_to_vector(layer.parameters()).tolist() == vec.tolist()
     with pytest.raises(ndlite.ShapeError, match="vector_to_parameters: 7 values"):
         nn.utils.vector_to_parameters(ndlite.arange(7.0), layer.parameters())
+
+
+@pytest.mark.parametrize("padding,mode,numpy_mode,widths", [
+    (2, "reflect", "reflect", (2, 2)), ((1, 2), "replicate", "edge", (1, 2)),
+    ("same", "circular", "wrap", (1, 1))])
+def test_conv2d_padding_modes_pad_as_numpy_then_convolve(backend, padding, mode, numpy_mode,
+                                                          widths):
+    ndlite.manual_seed(0)
+    layer = nn.Conv2d(8, 3, 3, padding=padding, padding_mode=mode).to(backend)
+    ph, pw = (widths[0], widths[0]), (widths[1], widths[1])
+    padded = np.pad(X, ((0, 0), (0, 0), ph, pw), mode=numpy_mode)
+    x = ndlite.tensor(X, dtype=ndlite.float32, backend=backend)
+    expected = F.conv2d(ndlite.tensor(padded, dtype=ndlite.float32, backend=backend),
+                        layer.weight, layer.bias).detach().numpy()
+    for model in (layer, nn.Sequential(layer, nn.ReLU())):  # the fused pair pads too
+        got = model(x).detach().numpy()
+        np.testing.assert_allclose(got, expected if model is layer else np.maximum(expected, 0),
+                                   rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="padding_mode must be one of"):
+        nn.Conv2d(1, 1, 3, padding_mode="mirror")
