@@ -158,14 +158,15 @@ class AvgPool2d(Module):
     """Average pooling layer (see `functional.avg_pool2d`)."""
 
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
-                 count_include_pad: bool = True):
+                 count_include_pad: bool = True, divisor_override=None):
         super().__init__()
         self.kernel_size, self.stride, self.padding = kernel_size, stride or kernel_size, padding
         self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
+        self.divisor_override = divisor_override
 
     def forward(self, input: Tensor) -> Tensor:
         return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                            self.count_include_pad)
+                            self.count_include_pad, self.divisor_override)
 
     def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"

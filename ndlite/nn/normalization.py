@@ -15,9 +15,10 @@ class _BatchNorm(Module):
     expected_dims: tuple = ()
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1,
-                 affine: bool = True, track_running_stats: bool = True, dtype=None,
-                 backend=None):
+                 affine: bool = True, track_running_stats: bool = True, device=None,
+                 dtype=None, backend=None):
         super().__init__()
+        backend = backend if backend is not None else device
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         if affine:

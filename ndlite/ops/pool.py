@@ -242,7 +242,17 @@ def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bo
     [2.5, 4.5, 10.5, 12.5]
     """
     if divisor_override is not None:
-        raise ValueError("avg_pool2d: divisor_override is not supported by ndlite")
+        # each window's sum divided by divisor_override: the mean over the whole window (its
+        # padding counted) times its size; windows cut short by ceil_mode would need their own
+        # sizes, which PyTorch's counting rules make another function
+        if ceil_mode:
+            raise ValueError("avg_pool2d: divisor_override with ceil_mode=True is not "
+                             "supported by ndlite")
+        if not divisor_override:
+            raise ValueError("avg_pool2d: divisor_override must be non-zero")
+        kh, kw = pair(kernel_size, "kernel_size", "avg_pool2d")
+        mean = avg_pool2d(input, kernel_size, stride, padding, False, True)
+        return mean * (kh * kw / float(divisor_override))
     if input.ndim == 3:
         return _unbatched(avg_pool2d, input, kernel_size, stride, padding, ceil_mode,
                           count_include_pad)

@@ -241,3 +241,14 @@ def test_conv2d_padding_modes_pad_as_numpy_then_convolve(backend, padding, mode,
                                    rtol=1e-5, atol=1e-5)
     with pytest.raises(ValueError, match="padding_mode must be one of"):
         nn.Conv2d(1, 1, 3, padding_mode="mirror")
+
+
+def test_avg_pool_divisor_override_and_factory_device():
+    x = np.arange(32.0).reshape(1, 2, 4, 4)
+    out = nn.AvgPool2d(2, divisor_override=3)(_t(x)).numpy()
+    np.testing.assert_allclose(out, x.reshape(1, 2, 2, 2, 2, 2).sum((3, 5)) / 3)
+    with pytest.raises(ValueError, match="divisor_override with ceil_mode=True"):
+        F.avg_pool2d(_t(x), 3, ceil_mode=True, divisor_override=2)
+    for layer in (nn.BatchNorm2d(3, device="cpu"), nn.Linear(2, 3, device="cpu"),
+                  nn.Conv2d(1, 2, 3, device="cpu")):
+        assert all(str(p.device) == "cpu" for p in layer.parameters())
