@@ -285,7 +285,7 @@ class _Pass:
     def deliver(self, target, g) -> None:
         """Pass gradient `g` on to a leaf (visit passes those for nodes itself); a leaf with
         gradient hooks gets the sum of its pieces once the nodes are done (`flush`)."""
-        if target._grad_hooks:
+        if target._grad_hooks and (self.capture is None or id(target) in self.wanted):
             prev = self.pending.get(target)
             self.pending[target] = g if prev is None else prev + g
         else:
@@ -303,12 +303,12 @@ class _Pass:
             self.hold(g)
 
     def flush(self) -> None:
-        """The pending leaves' gradients through their hooks, then on (a hook's own tensor is
-        held: copied before it becomes a `.grad`)."""
+        """The pending leaves' gradients through their hooks, then on; what a hook saw or
+        returned is held (copied before it becomes a `.grad`: the hook may keep it)."""
         for target, g in self.pending.items():
+            self.hold(g)
             hooked = run_hooks(target._grad_hooks, g)
-            if hooked is not g:
-                self.hold(hooked)
+            self.hold(hooked)
             self.give(target, hooked)
         self.pending.clear()
 

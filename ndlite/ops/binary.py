@@ -216,8 +216,11 @@ def _logical_operands(op, a, b):
 
 
 def _truth(t):
-    """t as PyTorch's logical functions read it: any dtype, nonzero (or NaN) true."""
-    return ne(t, 0) if isinstance(t, Tensor) and t.dtype is not bool_ else t
+    """t as PyTorch's logical functions read it: any dtype, nonzero (or NaN) true; a Python
+    number as a bool."""
+    if not isinstance(t, Tensor):
+        return bool(t)
+    return ne(t, 0) if t.dtype is not bool_ else t
 
 
 def logical_and(a, b) -> Tensor:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..creation import tensor, zeros
-from ..dtypes import finfo, is_floating
+from ..dtypes import finfo, float32, float64, is_floating
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 from .binary import clamp, logical_and, logical_or
@@ -52,13 +52,26 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tens
     """
     _tensor(input, "addmm")
     product = _scaled(mm(mat1, mat2), alpha)
+    _fits(input, product, "addmm")
     return product if beta == 0 else _scaled(input, beta) + product
+
+
+def _fits(input: Tensor, product: Tensor, op: str) -> None:
+    """input must broadcast to the product's shape (and not widen it), as PyTorch checks."""
+    try:
+        widened = np.broadcast_shapes(input.shape, product.shape) != product.shape
+    except ValueError:
+        widened = True
+    if widened:
+        raise ShapeError(f"{op}: input of shape {input.shape} does not broadcast to the "
+                         f"product's shape {product.shape}")
 
 
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Tensor:
     """beta * input + alpha * (batch1 @ batch2) over a batch (torch.baddbmm)."""
     _tensor(input, "baddbmm")
     product = _scaled(bmm(batch1, batch2), alpha)
+    _fits(input, product, "baddbmm")
     return product if beta == 0 else _scaled(input, beta) + product
 
 
@@ -216,8 +229,9 @@ def isclose(input: Tensor, other, rtol: float = 1e-05, atol: float = 1e-08,
     if not isinstance(other, Tensor):
         other = tensor(other, dtype=input.dtype, backend=input.backend)
     close = input == other
-    if not (is_floating(input.dtype) or is_floating(other.dtype)):
-        return close
+    if not (is_floating(input.dtype) or is_floating(other.dtype)):  # PyTorch: the same test
+        wide = float64 if np.dtype("float64") in input.backend.dtypes else float32
+        input, other = input.to(wide), other.to(wide)
     if equal_nan:
         close = logical_or(close, logical_and(isnan(input), isnan(other)))
     diff = _abs_values(input - other)
@@ -253,7 +267,11 @@ def masked_select(input: Tensor, mask: Tensor) -> Tensor:
     _tensor(input, "masked_select")
     if str(mask.dtype) != "bool":
         raise DTypeError(f"masked_select: expected a bool mask, got {mask.dtype}")
-    shape = np.broadcast_shapes(input.shape, mask.shape)
+    try:
+        shape = np.broadcast_shapes(input.shape, mask.shape)
+    except ValueError:
+        raise ShapeError(f"masked_select: input of shape {input.shape} and mask of shape "
+                         f"{mask.shape} cannot be broadcast together") from None
     return input.broadcast_to(shape)[mask.broadcast_to(shape)]
 
 
@@ -263,6 +281,6 @@ def vstack(tensors) -> Tensor:
 
 
 def hstack(tensors) -> Tensor:
-    """Joined along dim 1, or dim 0 for 1-D tensors (torch.hstack)."""
-    tensors = list(tensors)
+    """Joined along dim 1, or dim 0 for 1-D (and 0-d) tensors (torch.hstack)."""
+    tensors = [t.reshape(1) if t.ndim == 0 else t for t in tensors]
     return cat(tensors, 0 if tensors and tensors[0].ndim == 1 else 1)

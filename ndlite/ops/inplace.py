@@ -89,7 +89,7 @@ def pow_(x: Tensor, other) -> Tensor:
 
 
 def clamp_(x: Tensor, min=None, max=None) -> Tensor:  # noqa: A002
-    return _inplace(x, None, lambda a, _: clamp(a, min, max), "clamp_")
+    return _inplace(x, (min, max), lambda a, _: clamp(a, min, max), "clamp_")
 
 
 def neg_(x: Tensor) -> Tensor:

@@ -47,11 +47,11 @@ def addcdiv_(x: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:
 
 
 def clamp_min_(x: Tensor, min) -> Tensor:  # noqa: A002 - PyTorch's name
-    return _inplace(x, None, lambda a, _: _c.clamp_min(a, min), "clamp_min_")
+    return _inplace(x, (min,), lambda a, _: _c.clamp_min(a, min), "clamp_min_")
 
 
 def clamp_max_(x: Tensor, max) -> Tensor:  # noqa: A002 - PyTorch's name
-    return _inplace(x, None, lambda a, _: _c.clamp_max(a, max), "clamp_max_")
+    return _inplace(x, (max,), lambda a, _: _c.clamp_max(a, max), "clamp_max_")
 
 
 def nan_to_num_(x: Tensor, nan: float = 0.0, posinf=None, neginf=None) -> Tensor:

@@ -16,7 +16,7 @@ from .activations_more import pairwise_distance
 from .einsum import einsum
 from .elementwise import where
 from .join import cat
-from .losses_more import _reduce, cosine_similarity
+from .losses_more import _reduce
 from .math import softplus
 from .norms import group_norm
 from .pool import avg_pool2d, max_pool2d
@@ -148,9 +148,10 @@ def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: 
 
 def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0,
                          reduction: str = "mean") -> Tensor:
-    """x where target is 1, max(0, margin - x) where it is -1."""
-    loss = where(target == 1, input, 0.0) + where(target == -1, (margin - input).clamp(min=0.0),
-                                                  0.0)
+    """x where target is not -1, plus max(0, margin - x) where it is not 1 (PyTorch's form:
+    the two terms for targets of 1 and -1)."""
+    loss = where(target != -1, input, 0.0) + where(target != 1, (margin - input).clamp(min=0.0),
+                                                   0.0)
     return _reduce(loss, reduction, "hinge_embedding_loss")
 
 
@@ -161,8 +162,10 @@ def soft_margin_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> 
 
 def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
                           reduction: str = "mean") -> Tensor:
-    """1 - cos(x1, x2) where target is 1, max(0, cos(x1, x2) - margin) where it is -1."""
-    cos = cosine_similarity(input1, input2, -1, 1e-8)
+    """1 - cos(x1, x2) where target is 1, max(0, cos(x1, x2) - margin) where it is -1, with
+    PyTorch's cos = x1 . x2 / sqrt((|x1|^2 + 1e-12) (|x2|^2 + 1e-12)) over the last dim."""
+    cos = (input1 * input2).sum(-1) / (((input1 * input1).sum(-1) + 1e-12) *
+                                       ((input2 * input2).sum(-1) + 1e-12)).sqrt()
     loss = where(target == 1, 1.0 - cos, 0.0) + where(target == -1,
                                                       (cos - margin).clamp(min=0.0), 0.0)
     return _reduce(loss, reduction, "cosine_embedding_loss")

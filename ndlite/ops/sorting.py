@@ -11,8 +11,12 @@ from __future__ import annotations
 
 from collections import namedtuple
 
+import numpy as np
+
+from ..creation import tensor
 from ..dtypes import int64, is_floating
 from ..errors import DTypeError, ShapeError
+from ..graph import mode
 from ..tensor import Tensor
 from .autocast import autocast_op
 from .dispatch import unary
@@ -119,6 +123,8 @@ def _cumprod_grad(node, grad):
     0 / 0 = NaN at every zero (prod of a row with a zero, too)."""
     axis = node.params["axis"]
     x, out = node.saved[0], node.output()
+    if mode.enabled:  # a graph of the gradient: the form that stays a function of every x
+        return _cumprod_grad_graph(x, grad, axis)
     zero = x == 0
     seen = zero.to(x.dtype).cumsum(axis)  # zeros up to and including each position
     before = seen == 0
@@ -127,6 +133,21 @@ def _cumprod_grad(node, grad):
     plain = _reverse_cumsum(grad * out, axis) / safe
     at_first = _reverse_cumsum(grad * where(first, 1.0, x).cumprod(axis), axis)
     return where(before, plain, where(first, at_first, 0.0))
+
+
+def _cumprod_grad_graph(x: Tensor, grad: Tensor, axis: int) -> Tensor:
+    """The same gradient as products written out, for create_graph: row i of
+    C = cumprod(x with x_i read as 1) is prod_{k <= j, k != i} x_k, so the gradient is
+    sum_{j >= i} grad_j C[i, j], each term a product of the other x (a zero's second
+    derivative too). Lines of n cost n^2: used only when differentiating again."""
+    xs, gs = x.movedim(axis, -1), grad.movedim(axis, -1)
+    n = xs.shape[-1]
+    eye = tensor(np.eye(n, dtype=bool), backend=x._backend)
+    later = tensor(np.triu(np.ones((n, n), dtype=bool)), backend=x._backend)  # j >= i
+    spread = xs.unsqueeze(-2).expand(*xs.shape[:-1], n, n)
+    products = where(eye, 1.0, spread).cumprod(-1)
+    terms = where(later, products * gs.unsqueeze(-2), 0.0)
+    return terms.sum(-1).movedim(-1, axis)
 
 
 Cumsum = define("cumsum", lambda b, x, axis: b.cumulative("cumsum", x, axis),

@@ -155,3 +155,20 @@ def test_errors_name_the_op():
     with pytest.raises(ndlite.DTypeError, match="masked_select: expected a bool mask"):
         a.masked_select(ndlite.ones(3, 4))
     assert a.element_size() == 8 and a.nbytes == 96
+
+
+def test_review_findings_stay_fixed():
+    # clamp_min_ to a bound that requires grad records the graph (it was dropped)
+    b = ndlite.tensor([0.5, 0.5, 0.5], requires_grad=True)
+    y = ndlite.tensor([0.0, 1.0, 2.0]).clamp_min_(b)
+    (y.sum() + b.sum()).backward()
+    assert b.grad.tolist() == [2.0, 1.0, 1.0]
+    # isclose applies the tolerances to integers too
+    assert ndlite.isclose(ndlite.tensor([100000, 10]), ndlite.tensor([100001, 11]),
+                          rtol=0.2).tolist() == [True, True]
+    assert ndlite.logical_and(ndlite.tensor([1.0, 0.0]), 2.5).tolist() == [True, False]
+    assert ndlite.hstack([ndlite.tensor(1.0), ndlite.tensor(2.0)]).tolist() == [1.0, 2.0]
+    with pytest.raises(ndlite.ShapeError, match=r"addmm: input of shape \(2, 3, 4\)"):
+        ndlite.addmm(ndlite.ones(2, 3, 4), ndlite.ones(3, 2), ndlite.ones(2, 4))
+    with pytest.raises(ndlite.ShapeError, match="masked_select: input of shape"):
+        ndlite.ones(3, 4).masked_select(ndlite.ones(2, 4).bool())

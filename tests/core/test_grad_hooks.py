@@ -117,3 +117,26 @@ def test_removal_and_errors():
     with pytest.raises(RuntimeError, match=r"returned shape \(\), .* for a gradient of shape "
                                            r"\(1,\)"):
         y.backward(_t([1.0], requires_grad=False))
+
+
+def test_a_leaf_hook_keeps_what_it_saw_and_autograd_grad_hooks_only_its_inputs():
+    # the hooked gradient became .grad itself, so clip_grad_norm_ rescaled what the hook kept
+    x = _t([3.0, 4.0])
+    seen = []
+    x.register_hook(lambda g: seen.append(g))
+    (x * x).sum().backward()
+    ndlite.nn.utils.clip_grad_norm_([x], 1.0)
+    assert seen[0].tolist() == [6.0, 8.0]
+    # autograd.grad(..., [x2]) ran the hook of a leaf it was not asked about
+    w, x2, log = _t([1.0, 2.0]), _t([1.0, 2.0]), []
+    w.register_hook(lambda g: log.append("w"))
+    ndlite.autograd.grad((w * 2 * x2).sum(), [x2])
+    assert log == []
+
+
+def test_second_derivatives_of_products_with_zeros_are_pytorchs():
+    x = _t([2.0, 0.0, 3.0])
+    (g,) = ndlite.autograd.grad(x.prod(), [x], create_graph=True)
+    assert g.tolist() == [0.0, 6.0, 0.0]
+    (h,) = ndlite.autograd.grad(g[2], [x])
+    assert h.tolist() == [0.0, 2.0, 0.0]  # d/dx1 of x0 x1 is x0: the zero's own dependence

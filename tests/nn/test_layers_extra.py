@@ -252,3 +252,13 @@ def test_avg_pool_divisor_override_and_factory_device():
     for layer in (nn.BatchNorm2d(3, device="cpu"), nn.Linear(2, 3, device="cpu"),
                   nn.Conv2d(1, 2, 3, device="cpu")):
         assert all(str(p.device) == "cpu" for p in layer.parameters())
+
+
+def test_hinge_and_cosine_embedding_follow_pytorchs_formulas():
+    # hinge: x where target != -1 plus max(0, margin - x) where target != 1 (any target)
+    got = F.hinge_embedding_loss(_t([0.3, 2.0, -1.0]), _t([0.0, 1.0, 2.0])).item()
+    assert got == pytest.approx((0.3 + 0.7 + 2.0 + (-1.0 + 2.0)) / 3)
+    # cosine_embedding: cos with 1e-12 added to each squared norm (tiny rows differ)
+    a, b = np.array([[1e-5, 2e-5, 0.0]]), np.array([[2e-5, 1e-5, 1e-6]])
+    cos = (a * b).sum() / np.sqrt(((a * a).sum() + 1e-12) * ((b * b).sum() + 1e-12))
+    assert F.cosine_embedding_loss(_t(a), _t(b), _t([1.0])).item() == pytest.approx(1 - cos)
