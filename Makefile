@@ -26,7 +26,7 @@ demo: $(VENV)/.stamp-$(EXTRAS)
 test: $(VENV)/.stamp-$(EXTRAS)
 	@$(BIN)/python tools/opencl_cpu.py
 	@$(BIN)/python tools/size_report.py
-	CI=$${CI:-} $(BIN)/python -m pytest -q
+	CI=$${CI:-} $(BIN)/python -m pytest -q -n $${PYTEST_WORKERS:-auto}
 
 # the CPU benchmarks; results land in bench/results/ only from complete runs (a run without
 # PyTorch, say, writes bench/results/*.partial.json and says what is missing)
