@@ -108,11 +108,60 @@ def _linear_along(x: Tensor, dim: int, out: int, scale: float, align_corners: bo
     return low * (1 - weight) + high * weight
 
 
+def _weighted_along(x: Tensor, dim: int, index: np.ndarray, weights: np.ndarray) -> Tensor:
+    """sum_k weights[:, k] * x[index[:, k]] along `dim`: index and weights (out, taps)."""
+    out, taps = index.shape
+    picked = index_select(x, dim, make_tensor(index.reshape(-1), backend=x._backend))
+    shape = list(x.shape)
+    shape[dim:dim + 1] = [out, taps]
+    w_shape = [1] * len(shape)
+    w_shape[dim:dim + 2] = [out, taps]
+    w = make_tensor(weights.astype(x.dtype).reshape(w_shape), backend=x._backend)
+    return (picked.reshape(shape) * w).sum(dim + 1)
+
+
+def _cubic_along(x: Tensor, dim: int, out: int, scale: float, align_corners: bool):
+    """PyTorch's bicubic: Keys' cubic convolution (A = -0.75) over 4 taps, the source index
+    not clamped, the taps clamped to the edge."""
+    n, a = x.shape[dim], -0.75
+    dst = np.arange(out, dtype=np.float64)
+    if align_corners:
+        src = dst * ((n - 1) / (out - 1) if out > 1 else 0.0)
+    else:
+        src = (dst + 0.5) * scale - 0.5
+    i0 = np.floor(src)
+    t = src - i0
+
+    def near(d):  # |d| <= 1
+        return ((a + 2) * d - (a + 3)) * d * d + 1
+
+    def far(d):  # 1 < |d| < 2
+        return ((a * d - 5 * a) * d + 8 * a) * d - 4 * a
+
+    weights = np.stack([far(t + 1), near(t), near(1 - t), far(2 - t)], 1)
+    index = np.clip(i0[:, None].astype(np.int64) + np.arange(-1, 3), 0, n - 1)
+    return _weighted_along(x, dim, index, weights)
+
+
+def _area_along(x: Tensor, dim: int, out: int) -> Tensor:
+    """Adaptive averaging (PyTorch's "area"): window [floor(i n / out), ceil((i + 1) n / out))."""
+    n = x.shape[dim]
+    starts = (np.arange(out) * n) // out
+    ends = -(-((np.arange(out) + 1) * n) // out)
+    taps = int((ends - starts).max())
+    index = np.minimum(starts[:, None] + np.arange(taps), n - 1)
+    weights = (np.arange(taps)[None, :] < (ends - starts)[:, None]) / (ends - starts)[:, None]
+    return _weighted_along(x, dim, index, weights)
+
+
 def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "nearest",
                 align_corners: bool | None = None, recompute_scale_factor=None,
                 antialias: bool = False) -> Tensor:
     """F.interpolate over the spatial dims of (N, C, ...) input: "nearest" (PyTorch's
-    floor rule), "linear" / "bilinear" (align_corners False by default)."""
+    floor rule), "nearest-exact" (the pixel centres'), "linear" / "bilinear" / "trilinear"
+    and "bicubic" (align_corners False by default), "area" (adaptive averaging)."""
+    if antialias:
+        raise ValueError("interpolate: antialias=True is not supported by ndlite")
     targets = _sizes(input, size, scale_factor)
     if recompute_scale_factor:
         targets = [(o, n / o) for (o, _), n in zip(targets, input.shape[2:])]
@@ -121,15 +170,20 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
         dim = 2 + k
         if o < 1:
             raise ShapeError(f"interpolate: output size {o} along dim {dim} is < 1")
-        if mode == "nearest":
+        if mode in ("nearest", "nearest-exact"):
             n = input.shape[dim]
-            index = np.minimum(np.floor(np.arange(o) * scale).astype(np.int64), n - 1)
+            shift = 0.5 if mode == "nearest-exact" else 0.0
+            index = np.minimum(np.floor((np.arange(o) + shift) * scale).astype(np.int64), n - 1)
             out = index_select(out, dim, make_tensor(index, backend=input._backend))
         elif mode in ("linear", "bilinear", "trilinear"):
             out = _linear_along(out, dim, o, scale, bool(align_corners))
+        elif mode == "bicubic":
+            out = _cubic_along(out, dim, o, scale, bool(align_corners))
+        elif mode == "area":
+            out = _area_along(out, dim, o)
         else:
-            raise ValueError(f"interpolate: mode {mode!r} is not supported (nearest, linear, "
-                             "bilinear, trilinear)")
+            raise ValueError(f"interpolate: mode {mode!r} is not supported (nearest, "
+                             "nearest-exact, linear, bilinear, trilinear, bicubic, area)")
     return out
 
 

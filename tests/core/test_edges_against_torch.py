@@ -79,6 +79,10 @@ F = {  # name -> (fn(framework, *tensors), inputs)
     "adaptive_max_pool": (lambda fw, x: fw.nn.functional.adaptive_max_pool2d(
         x.reshape(1, 1, 3, 4), (2, 3)), [A + np.arange(12.0).reshape(3, 4) / 7]),
     "instance_norm": (lambda fw, x: fw.nn.functional.instance_norm(x.reshape(1, 3, 4)), [A]),
+    "bicubic": (lambda fw, x: fw.nn.functional.interpolate(x.reshape(1, 1, 3, 4), size=(5, 7),
+                                                             mode="bicubic"), [A]),
+    "area": (lambda fw, x: fw.nn.functional.interpolate(x.reshape(1, 1, 3, 4), size=(2, 3),
+                                                          mode="area"), [A]),
     "triplet": (lambda fw, a, p: fw.nn.functional.triplet_margin_loss(a, p, p.flip(0)),
                 [A, B]),
 }

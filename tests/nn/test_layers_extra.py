@@ -262,3 +262,36 @@ def test_hinge_and_cosine_embedding_follow_pytorchs_formulas():
     a, b = np.array([[1e-5, 2e-5, 0.0]]), np.array([[2e-5, 1e-5, 1e-6]])
     cos = (a * b).sum() / np.sqrt(((a * a).sum() + 1e-12) * ((b * b).sum() + 1e-12))
     assert F.cosine_embedding_loss(_t(a), _t(b), _t([1.0])).item() == pytest.approx(1 - cos)
+
+
+def _keys(d, a=-0.75):
+    d = abs(d)
+    if d <= 1:
+        return ((a + 2) * d - (a + 3)) * d * d + 1
+    return ((a * d - 5 * a) * d + 8 * a) * d - 4 * a if d < 2 else 0.0
+
+
+def _bicubic_1d(line, out):
+    """Keys' cubic convolution of one line, PyTorch's half-pixel source and edge taps."""
+    n, scale = len(line), len(line) / out
+    result = []
+    for i in range(out):
+        src = (i + 0.5) * scale - 0.5
+        base = int(np.floor(src))
+        result.append(sum(_keys(src - (base + k)) * line[min(max(base + k, 0), n - 1)]
+                          for k in (-1, 0, 1, 2)))
+    return np.array(result)
+
+
+def test_interpolate_bicubic_area_and_nearest_exact_against_numpy(backend):
+    x = R.standard_normal((1, 2, 5, 7))
+    t = ndlite.tensor(x, dtype=ndlite.float32, backend=backend)
+    rows = np.apply_along_axis(_bicubic_1d, 2, x, 8)
+    expected = np.apply_along_axis(_bicubic_1d, 3, rows, 11)
+    _close(F.interpolate(t, size=(8, 11), mode="bicubic"), expected)
+    _close(F.interpolate(t, size=(2, 3), mode="area"),
+           F.adaptive_avg_pool2d(t, (2, 3)).detach().numpy())
+    index = np.minimum(np.floor((np.arange(8) + 0.5) * 5 / 8).astype(int), 4)
+    _close(F.interpolate(t, size=(8, 7), mode="nearest-exact"), x[:, :, index])
+    gradcheck(lambda v: F.interpolate(v[0], size=(4, 9), mode="bicubic", align_corners=True),
+              [x], [0], name="bicubic")
