@@ -17,7 +17,7 @@ def _plain(m, kind, forward) -> bool:
     """Whether module m is a `kind` itself whose forward is `forward`, unpatched, and with no
     forward hooks (which must see the layer's own input and output)."""
     return (m.__class__ is kind and kind.forward is forward and "forward" not in m.__dict__
-            and not m._forward_hooks and not m._forward_pre_hooks)
+            and not m._hooked)
 
 
 class Sequential(Module):

@@ -9,8 +9,8 @@ return a new output. Hooks run in the order they were registered (`prepend=True`
 first). One registered with `always_call=True` also runs when forward, or a hook before it,
 raises: with the output so far (None if forward raised), its own error only a warning, so
 that the first error is the one raised. Each registration returns a handle whose `remove()`
-takes the hook off (also as a context manager). A module without hooks pays two attribute
-tests a call.
+takes the hook off (also as a context manager). A module without hooks pays one attribute
+test a call. Backward hooks: backward_hooks.py.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import warnings
 from collections import OrderedDict
 
 from ..grad_hooks import HookHandle
+from . import backward_hooks
 
 
 def add(module, table: str, hook, flags: tuple, prepend: bool) -> HookHandle:
@@ -31,6 +32,7 @@ def add(module, table: str, hook, flags: tuple, prepend: bool) -> HookHandle:
         hooks = OrderedDict()
         object.__setattr__(module, table, hooks)
     handle = HookHandle(hooks, (hook, *flags))
+    object.__setattr__(module, "_hooked", True)  # Module.__call__ takes call() from now on
     if prepend:
         hooks.move_to_end(handle.id, last=False)
     return handle
@@ -40,10 +42,13 @@ def call(module, args: tuple, kwargs: dict):
     """`module.forward(*args, **kwargs)` with the module's pre-hooks before it and its forward
     hooks after it."""
     forward_hooks = list((module._forward_hooks or {}).values())
-    output, ran = None, 0
+    backward = module._backward_hooks or module._backward_pre_hooks
+    output, ran, state = None, 0, None
     try:
         for hook, with_kwargs, _ in list((module._forward_pre_hooks or {}).values()):
             args, kwargs = _pre_hook(module, hook, with_kwargs, args, kwargs)
+        if backward:
+            args, state = backward_hooks.wrap_input(module, args)
         output = module.forward(*args, **kwargs)
         for hook, with_kwargs, _ in forward_hooks:
             ran += 1
@@ -51,7 +56,7 @@ def call(module, args: tuple, kwargs: dict):
                 hook(module, args, output)
             if result is not None:
                 output = result
-        return output
+        return backward_hooks.wrap_output(module, output, state) if backward else output
     except Exception:
         # the always_call hooks not reached yet, as PyTorch: their errors only warn
         for hook, with_kwargs, always in forward_hooks[ran:]:

@@ -75,8 +75,10 @@ class Module:
     """
 
     training: bool
-    # hooks (hooks.py), an OrderedDict on the instance once one is registered
-    _forward_pre_hooks = _forward_hooks = None
+    # hooks (hooks.py, backward_hooks.py), an OrderedDict on the instance once one is
+    # registered, and then _hooked, which sends __call__ through them
+    _forward_pre_hooks = _forward_hooks = _backward_pre_hooks = _backward_hooks = None
+    _hooked = False
 
     def __init__(self) -> None:
         object.__setattr__(self, "_parameters", OrderedDict())
@@ -89,7 +91,7 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__} has no forward method")
 
     def __call__(self, *args, **kwargs):
-        if self._forward_pre_hooks or self._forward_hooks:
+        if self._hooked:
             return hooks.call(self, args, kwargs)
         return self.forward(*args, **kwargs)
 
@@ -120,6 +122,27 @@ class Module:
         (4, 2)
         """
         return hooks.add(self, "_forward_hooks", hook, (with_kwargs, always_call), prepend)
+
+    def register_full_backward_pre_hook(self, hook: Callable,
+                                        prepend: bool = False) -> HookHandle:
+        """Call `hook(module, grad_output)` when the gradient of the output is known; it may
+        return a new grad_output (backward_hooks.py)."""
+        return hooks.add(self, "_backward_pre_hooks", hook, (), prepend)
+
+    def register_full_backward_hook(self, hook: Callable, prepend: bool = False) -> HookHandle:
+        """Call `hook(module, grad_input, grad_output)` when the gradient of the input is
+        known; it may return a new grad_input (backward_hooks.py). Grad-CAM's use:
+
+        >>> import ndlite
+        >>> layer, seen = ndlite.nn.Linear(3, 2), {}
+        >>> h = layer.register_full_backward_hook(lambda m, gi, go: seen.update(go=go[0]))
+        >>> layer(ndlite.ones(4, 3)).sum().backward()
+        >>> seen["go"].shape
+        (4, 2)
+        """
+        return hooks.add(self, "_backward_hooks", hook, (), prepend)
+
+    register_backward_hook = register_full_backward_hook  # PyTorch's older name
 
     # ---- registration ------------------------------------------------------------------------
 

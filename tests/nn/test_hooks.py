@@ -112,3 +112,41 @@ def test_hooks_are_not_state():
     lin.register_forward_hook(lambda *a: None)
     assert list(lin.state_dict()) == ["weight", "bias"]
     assert list(nn.Linear(2, 2).load_state_dict(lin.state_dict())) == [[], []]
+
+
+def test_backward_hooks_see_and_replace_the_gradients(backend):
+    # y = x W^T + b, loss = sum(y * c): grad_output = c, grad_input = c W (PyTorch's tuples)
+    lin = nn.Linear(3, 2).to(backend)
+    x = _x(backend, (4, 3)).requires_grad_()
+    c = _x(backend, (4, 2), seed=1)
+    seen = {}
+    lin.register_full_backward_pre_hook(lambda m, go: seen.update(pre=go) or (go[0] * 2,))
+    lin.register_full_backward_hook(lambda m, gi, go: seen.update(gi=gi, go=go) or
+                                    (gi[0] * 0.5,))
+    (lin(x) * c).sum().backward()
+    w = _np(lin.weight)
+    np.testing.assert_allclose(_np(seen["pre"][0]), _np(c), rtol=1e-6)
+    np.testing.assert_allclose(_np(seen["go"][0]), 2 * _np(c), rtol=1e-6)
+    np.testing.assert_allclose(_np(seen["gi"][0]), 2 * _np(c) @ w, rtol=1e-5)
+    np.testing.assert_allclose(_np(x.grad), _np(c) @ w, rtol=1e-5)  # doubled, then halved
+    np.testing.assert_allclose(_np(lin.weight.grad), 2 * _np(c).T @ _np(x), rtol=1e-5)
+
+
+def test_backward_hooks_of_a_first_layer_and_their_limits():
+    conv = nn.Conv2d(1, 2, 3)
+    calls = []
+    conv.register_full_backward_hook(lambda m, gi, go: calls.append((gi, go[0].shape)))
+    relu_pair = nn.Sequential(conv, nn.ReLU())
+    relu_pair(ndlite.ones(1, 1, 5, 5)).sum().backward()  # hooked: never fused
+    assert calls == [((None,), (1, 2, 3, 3))]  # no input needs a gradient: gi is (None,)
+
+    class Two(nn.Module):
+        def forward(self, a, b):
+            return a * b
+
+    two = Two()
+    two.register_full_backward_hook(lambda *args: None)
+    with pytest.raises(NotImplementedError, match="2 tensor inputs"):
+        two(ndlite.ones(2), ndlite.ones(2))
+    with ndlite.no_grad():  # outside autograd a hooked module runs as it is
+        assert two(ndlite.ones(2), ndlite.ones(2)).tolist() == [1.0, 1.0]
