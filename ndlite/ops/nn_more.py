@@ -112,25 +112,24 @@ def max_pool1d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
     """Max over each window of (N, C, L) or (C, L) input (max_pool2d on a height of 1)."""
     if return_indices:
         raise NotImplementedError("max_pool1d: return_indices is not implemented")
-    one = lambda v: (1, v if isinstance(v, int) else v[0])  # noqa: E731
-    out = max_pool2d(input.unsqueeze(-2), one(kernel_size),
-                     None if stride is None else one(stride), (0, _first(padding)),
-                     (1, _first(dilation)), ceil_mode)
+    out = max_pool2d(input.unsqueeze(-2), _row(kernel_size),
+                     None if stride is None else _row(stride), _row(padding, 0),
+                     _row(dilation), ceil_mode)
     return out.squeeze(-2)
 
 
 def avg_pool1d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
                count_include_pad: bool = True) -> Tensor:
     """Mean over each window of (N, C, L) or (C, L) input."""
-    one = lambda v: (1, v if isinstance(v, int) else v[0])  # noqa: E731
-    out = avg_pool2d(input.unsqueeze(-2), one(kernel_size),
-                     None if stride is None else one(stride), (0, _first(padding)), ceil_mode,
+    out = avg_pool2d(input.unsqueeze(-2), _row(kernel_size),
+                     None if stride is None else _row(stride), _row(padding, 0), ceil_mode,
                      count_include_pad)
     return out.squeeze(-2)
 
 
-def _first(v) -> int:
-    return v if isinstance(v, int) else v[0]
+def _row(v, lead: int = 1) -> tuple:
+    """A 1-D pooling setting as the 2-D one over a height of 1: (lead, v)."""
+    return (lead, v if isinstance(v, int) else v[0])
 
 
 def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None):

@@ -10,6 +10,16 @@ import math
 from ..optimizer import Optimizer
 
 
+def per_group(value, optimizer: Optimizer, name: str, what: str = "values") -> list:
+    """One `value` per parameter group: a list or tuple of them as given (its length checked),
+    or one value for every group."""
+    groups = len(optimizer.param_groups)
+    values = list(value) if isinstance(value, (list, tuple)) else [value] * groups
+    if len(values) != groups:
+        raise ValueError(f"{name}: {len(values)} {what} for {groups} parameter groups")
+    return values
+
+
 class _SchedulerState:
     """What every scheduler shares: the last learning rates and a state dict of everything but
     the optimizer."""
@@ -113,12 +123,7 @@ class LambdaLR(LRScheduler):
     """lr = base_lr * lr_lambda(epoch) (one function, or one per parameter group)."""
 
     def __init__(self, optimizer: Optimizer, lr_lambda, last_epoch: int = -1):
-        groups = len(optimizer.param_groups)
-        lambdas = list(lr_lambda) if isinstance(lr_lambda, (list, tuple)) else \
-            [lr_lambda] * groups
-        if len(lambdas) != groups:
-            raise ValueError(f"LambdaLR: {len(lambdas)} lambdas for {groups} parameter groups")
-        self.lr_lambdas = lambdas
+        self.lr_lambdas = per_group(lr_lambda, optimizer, "LambdaLR", "lambdas")
         self._group = 0
         super().__init__(optimizer, last_epoch)
 
@@ -180,8 +185,7 @@ class OneCycleLR(LRScheduler):
             self.phases = [(up, "initial_lr", "max_lr", "max_momentum", "base_momentum"),
                            (total_steps - 1, "max_lr", "min_lr", "base_momentum",
                             "max_momentum")]
-        maxes = list(max_lr) if isinstance(max_lr, (list, tuple)) else \
-            [max_lr] * len(optimizer.param_groups)
+        maxes = per_group(max_lr, optimizer, "OneCycleLR")
         self.cycle_momentum = cycle_momentum
         for group, top in zip(optimizer.param_groups, maxes, strict=True):
             group.update(initial_lr=top / div_factor, max_lr=top,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from ..optimizer import Optimizer
-from .closed_form import LRScheduler, OneCycleLR
+from .closed_form import LRScheduler, OneCycleLR, per_group
 
 
 class ConstantLR(LRScheduler):
@@ -50,13 +50,7 @@ class MultiplicativeLR(LRScheduler):
     parameter group); epoch 0 keeps base_lr."""
 
     def __init__(self, optimizer: Optimizer, lr_lambda, last_epoch: int = -1):
-        groups = len(optimizer.param_groups)
-        lambdas = list(lr_lambda) if isinstance(lr_lambda, (list, tuple)) else \
-            [lr_lambda] * groups
-        if len(lambdas) != groups:
-            raise ValueError(f"MultiplicativeLR: {len(lambdas)} lambdas for {groups} parameter "
-                             "groups")
-        self.lr_lambdas = lambdas
+        self.lr_lambdas = per_group(lr_lambda, optimizer, "MultiplicativeLR", "lambdas")
         super().__init__(optimizer, last_epoch)
 
     def step(self, epoch: int | None = None) -> None:
@@ -134,7 +128,8 @@ class CyclicLR(LRScheduler):
                  cycle_momentum: bool = True, base_momentum=0.8, max_momentum=0.9,
                  last_epoch: int = -1):
         groups = optimizer.param_groups
-        bases, self.max_lrs = self._each(base_lr, groups), self._each(max_lr, groups)
+        bases = per_group(base_lr, optimizer, "CyclicLR")
+        self.max_lrs = per_group(max_lr, optimizer, "CyclicLR")
         if last_epoch == -1:
             for group, lr in zip(groups, bases, strict=True):
                 group["lr"] = group["initial_lr"] = lr
@@ -152,20 +147,13 @@ class CyclicLR(LRScheduler):
             if not all("momentum" in g or "betas" in g for g in groups):
                 raise ValueError("CyclicLR: cycle_momentum needs an optimizer with momentum "
                                  "or betas (or pass cycle_momentum=False)")
-            self.base_momentums = self._each(base_momentum, groups)
-            self.max_momentums = self._each(max_momentum, groups)
+            self.base_momentums = per_group(base_momentum, optimizer, "CyclicLR")
+            self.max_momentums = per_group(max_momentum, optimizer, "CyclicLR")
             if last_epoch == -1:
                 for group, m in zip(groups, self.max_momentums, strict=True):
                     OneCycleLR._set_momentum(group, m)
         super().__init__(optimizer, last_epoch)
         self.base_lrs = bases  # (the first step ran on initial_lr, which is base_lr when new)
-
-    @staticmethod
-    def _each(value, groups) -> list:
-        values = list(value) if isinstance(value, (list, tuple)) else [value] * len(groups)
-        if len(values) != len(groups):
-            raise ValueError(f"CyclicLR: {len(values)} values for {len(groups)} parameter groups")
-        return values
 
     def _scale(self, x: float) -> float:
         if self.scale_fn_custom is not None:
