@@ -8,9 +8,11 @@
 # wheels that machine lacks: pyopencl (with pytools, platformdirs, siphash24) and
 # nvidia-cudnn-frontend (installed with --no-deps: cuDNN itself is there); optionally the
 # NumPy backend's numba and oneDNN (below), so its tests run with the accelerated path too.
-#   OUT=/some/dir bash bench/gpu_verify.sh [suite] [cudnn_off] [cpu_off] [crossover] [models]
-# With no part named it runs the first four (up to about 19 minutes with the timeouts below,
-# more than one device call allows: name one or two parts per call); `models` only when named.
+#   OUT=/some/dir bash bench/gpu_verify.sh [suite] [suite_cudnn_off] [cudnn_off] [cpu_off]
+#       [crossover] [models]
+# (suite_cudnn_off: the whole suite with NDLITE_CUDNN=0, about 150 s.) With no part named it
+# runs suite, cudnn_off, cpu_off and crossover (up to about 19 minutes with the timeouts below,
+# more than one device call allows: name one or two parts per call); the others only when named.
 set -o pipefail
 PARTS=${*:-suite cudnn_off cpu_off crossover}
 part() { [[ " $PARTS " == *" $1 "* ]]; }
@@ -34,9 +36,14 @@ python3 -m ndlite info | tee "$OUT/info.txt"
 # 14 workers at 2 threads each: numba's OpenMP layer and oneDNN would take every core in every
 # worker (16 x 16 threads); a run that way did not finish in 200 s on the 16-core host (the
 # suite took 170 s before them), oversubscription the likely cause (not confirmed)
-part suite && OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} \
-timeout 480 python3 -m pytest tests -q -p no:cacheprovider -n 14 -ra --deselect tests/packaging \
-    2>&1 | grep -E "^FAILED|^ERROR|^SKIPPED|passed|failed" | tee "$OUT/tests.txt"
+suite() {
+    OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} timeout 480 python3 -m pytest tests -q \
+        -p no:cacheprovider -n 14 -ra --deselect tests/packaging 2>&1 \
+        | grep -E "^FAILED|^ERROR|^SKIPPED|passed|failed" | tee "$OUT/$1"
+}
+part suite && suite tests.txt
+# the whole suite again with cuDNN off: every convolution on ndlite's own CUDA kernels
+part suite_cudnn_off && NDLITE_CUDNN=0 suite tests_suite_cudnn_off.txt
 part cudnn_off && NDLITE_CUDNN=0 timeout 240 python3 -m pytest tests/backends/test_cupy_nn.py \
     tests/backends/test_cuda_graph.py tests/backends/test_cudnn.py tests/backends/test_cupy.py \
     tests/backends/test_batch_norm_fast_path.py tests/conformance/test_ops.py \
