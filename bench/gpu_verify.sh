@@ -58,7 +58,7 @@ if part models; then
     git log -1 --format='commit %h %s' 2>/dev/null | tee "$OUT/models.txt"
     timeout 540 python3 bench/gpu_models.py --steps 10 --rounds 5 --warmup 3 \
         --mnist-dir "${MNIST:-.carry/mnist}" 2>&1 | tee -a "$OUT/models.txt"
-    cp bench/results/gpu_models*.json "$OUT/" 2>/dev/null
+    cp bench/results/gpu_models.json "$OUT/" 2>/dev/null
 fi
 if part crossover; then
     timeout 100 python3 bench/crossover.py --budget 0.6 --out crossover_gpu 2>&1 | tee "$OUT/crossover.txt"
