@@ -55,7 +55,12 @@ part cpu_off && NDLITE_NUMBA=0 NDLITE_ONEDNN=0 NDLITE_BACKEND=numpy timeout 300 
     -q -p no:cacheprovider -n 14 -ra 2>&1 | grep -E "^FAILED|^ERROR|passed|failed" \
     | tee "$OUT/tests_cpu_kernels_off.txt"
 if part models; then
-    git log -1 --format='commit %h %s' 2>/dev/null | tee "$OUT/models.txt"
+    # the code that ran, by content: the device copy's .git can be older than its working
+    # tree (the tool sends the tree), so `git log` there named a commit the run was not on;
+    # the same command on a checkout here tells which commit it matches
+    echo "code sha256 $(find ndlite backends bench -type f \( -name '*.py' -o -name '*.cu' \
+        -o -name '*.cl' -o -name '*.sh' \) | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-16)" \
+        | tee "$OUT/models.txt"
     timeout 540 python3 bench/gpu_models.py --steps 10 --rounds 5 --warmup 3 \
         --mnist-dir "${MNIST:-.carry/mnist}" 2>&1 | tee -a "$OUT/models.txt"
     cp bench/results/gpu_models.json "$OUT/" 2>/dev/null
