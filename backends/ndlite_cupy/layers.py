@@ -1,7 +1,8 @@
 """The CuPy backend's layer paths (step_fallbacks.py: conv2d_bias, linear_grad,
 log_softmax_grad), each one backend call where the composed fallback makes two to six, so a
 training step spends less host time per layer (each call costs tens of microseconds of Python
-and launch on the host: `python bench/host_split.py --backend cupy` times them):
+and launch on the host: `python bench/host_split.py --backend cupy` times them; on the H100
+host, bench/results/host_split_seed_h100.txt):
 
 - conv2d_bias: the convolution, then the bias added in place into its fresh output by one
   launch of ndl_channel_bias (conv.cu), and the ReLU after it when asked: the fallback's
